@@ -1,0 +1,136 @@
+/*
+ * policy.h: the allocator policy interface.
+ *
+ * A policy is one const struct of function pointers with a name (in the
+ * spirit of sqlite3_vfs): it turns the trace's allocation requests into
+ * addresses inside device memory it obtains from the simulated device
+ * (sim/device.h). Policies never see a clock except the time the engine
+ * passes them; the engine computes every common metric (allocated, reserved,
+ * peaks, counts, fragmentation, OOM) from what policies return and from the
+ * device, so all policies are measured the same way.
+ *
+ * Adding a policy: one file policies/NAME.c exporting one
+ * `const struct alloc_policy policy_NAME`, one entry in registry.c.
+ */
+#ifndef POLICIES_POLICY_H
+#define POLICIES_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/device.h"
+#include "../traces/trace.h"
+
+#define POLICY_IFACE_VERSION 1
+
+/* alloc() results. */
+#define POLICY_OK 0
+#define POLICY_OOM 1        /* no memory: a simulated OOM, a result */
+
+/* What the engine gives a policy at init. */
+struct policy_env {
+	struct sim_device *dev;           /* where device memory comes from */
+	uint64_t capacity;                /* device capacity in bytes (--capacity) */
+	const struct trace_header *header;/* the trace's header (GPU, labels) */
+};
+
+struct alloc_request {
+	uint64_t id;      /* the trace's allocation id */
+	uint64_t bytes;   /* requested bytes (unrounded) */
+	uint32_t stream;  /* stream the request belongs to (0 = default) */
+	uint64_t t;       /* simulated time, ns */
+};
+
+struct alloc_result {
+	uint64_t addr;        /* address handed to the program */
+	uint64_t block_bytes; /* bytes the allocator counts as allocated
+			       * (rounded or whole-block size, PyTorch style) */
+};
+
+/* Control events the engine forwards. */
+enum policy_control {
+	POLICY_CTL_EMPTY_CACHE = 0, /* release cached memory (empty_cache) */
+	POLICY_CTL_SYNC,            /* the host synchronised with the device */
+	POLICY_CTL_STEP,            /* a training step boundary */
+};
+
+/* Stats sink: a policy emits its own figures under the framework's names. */
+typedef void (*policy_stat_fn)(void *ctx, const char *name, int64_t value);
+
+/* A knob, for --help and error messages. */
+struct policy_knob {
+	const char *name;     /* exactly as the framework spells it */
+	const char *syntax;   /* e.g. "<MiB>", "True|False", "[256:1,>:4]" */
+	const char *help;
+};
+
+struct alloc_policy {
+	int iversion;                     /* POLICY_IFACE_VERSION */
+	const char *name;
+	const char *description;          /* one line */
+	size_t state_size;                /* bytes the engine allocates (zeroed) */
+	const struct policy_knob *knobs;  /* terminated by {NULL} */
+
+	/* Parse CONF (the framework's own syntax, may be "" or NULL) and set up.
+	 * Unknown or malformed knobs: return -1 with ERR naming the knob. */
+	int (*init)(void *st, const char *conf, const struct policy_env *env,
+		    char *err, size_t errlen);
+	/* Serve a request: POLICY_OK with *res, or POLICY_OOM. */
+	int (*alloc)(void *st, const struct alloc_request *req, struct alloc_result *res);
+	/* Return a block served by alloc (ADDR and BLOCK_BYTES as it returned). */
+	void (*free)(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stream);
+	/* Optional: control events (NULL = ignore). */
+	void (*control)(void *st, enum policy_control ctl, uint64_t arg);
+	/* Optional: the policy's own stats (NULL = none). Emit at least
+	 * "largest_free_block" and "cached_free_bytes" where meaningful: the
+	 * engine asks at an OOM to tell capacity from fragmentation. */
+	void (*stats)(void *st, policy_stat_fn emit, void *ctx);
+	/* Optional, offline policies only: see every record once before the
+	 * replay (the engine makes a pre-pass when prepass != NULL). */
+	int (*prepass)(void *st, const struct trace_rec *rec);
+	int (*prepass_done)(void *st, char *err, size_t errlen);
+	/* Release everything the policy holds. */
+	void (*fini)(void *st);
+};
+
+/* ---------------------------------------------------------- registry */
+
+/* NULL-terminated table of every policy (registry.c). */
+extern const struct alloc_policy *const policy_table[];
+
+/* Find by name; NULL if unknown. */
+const struct alloc_policy *policy_find(const char *name);
+
+/* "cuda_malloc, pytorch, ..." into BUF, for "unknown policy" messages. */
+void policy_list_names(char *buf, size_t len);
+
+/* ------------------------------------------------- knob string parsing */
+
+/*
+ * Conf strings use PyTorch's PYTORCH_CUDA_ALLOC_CONF syntax:
+ * "key:value,key:value"; a value may be a bracketed list that itself holds
+ * commas and colons ("roundup_power2_divisions:[256:1,512:2,>:4]"). '=' is
+ * accepted in place of ':' for TensorFlow-style names (allow_growth=true).
+ */
+struct conf_kv {
+	char key[128];
+	char value[256];
+};
+
+/* Next pair from *CURSOR. Returns 1 with KV, 0 at the end, -1 on a malformed
+ * string (ERR says where). */
+int conf_next(const char **cursor, struct conf_kv *kv, char *err, size_t errlen);
+
+/* Value parsers: 0 on success, -1 with ERR naming KEY. */
+int conf_u64(const struct conf_kv *kv, uint64_t *out, char *err, size_t errlen);
+int conf_double(const struct conf_kv *kv, double lo, double hi, double *out,
+		char *err, size_t errlen);
+int conf_bool(const struct conf_kv *kv, int *out, char *err, size_t errlen);
+/* Sizes such as "80GiB", "512MiB", "1.5GB", "4096" (bytes). */
+int conf_size(const char *s, uint64_t *out);
+
+/* "unknown knob 'K' for policy P (known: a, b, c)" into ERR; returns -1. */
+int conf_unknown(const char *policy, const struct policy_knob *knobs,
+		 const char *key, char *err, size_t errlen);
+
+#endif /* POLICIES_POLICY_H */

@@ -1,0 +1,30 @@
+/*
+ * cli.h: the gpumemsim subcommands and what they share.
+ *
+ * Exit codes: 0 success; 1 failure (bad input, I/O error: a message on
+ * stderr names the file and line or the knob); 2 usage error.
+ */
+#ifndef SIM_CLI_H
+#define SIM_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define GPUMEMSIM_VERSION "0.1.0"
+
+#define EXIT_USAGE 2
+
+/* Subcommands: argv[0] is the subcommand name. */
+int cmd_trace(int argc, char **argv);     /* trace validate|cat|stats */
+int cmd_run(int argc, char **argv);       /* run TRACE --policy ... */
+int cmd_policies(int argc, char **argv);  /* policies: list policies and knobs */
+int cmd_import(int argc, char **argv);    /* import torch-snapshot FILE -o TRACE */
+int cmd_validate(int argc, char **argv);  /* validate torch-truth DIR */
+
+/* "1.50 GiB" style, into BUF. */
+const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* True if ARG is -h or --help. */
+int cli_is_help(const char *arg);
+
+#endif /* SIM_CLI_H */

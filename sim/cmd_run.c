@@ -1,0 +1,9 @@
+/* cmd_run.c: PLACEHOLDER while the session builds it; replaced by the real command. */
+#include <stdio.h>
+#include "cli.h"
+int cmd_run(int argc, char **argv)
+{
+	(void)argc; (void)argv;
+	fprintf(stderr, "gpumemsim run: not built yet\n");
+	return 1;
+}

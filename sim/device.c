@@ -1,0 +1,293 @@
+/*
+ * device.c: the simulated device's memory (see device.h).
+ *
+ * Synthetic addresses model the driver's virtual address space just enough
+ * to be deterministic and plausible: footprints are rounded to 2 MiB pages
+ * (the granularity of large cudaMallocs), a freed range is reused by the next
+ * request of exactly its footprint (lowest address first, as the driver
+ * tends to return the most compact range), anything else bumps a cursor.
+ * Virtual space is not scarce on a 47-bit machine, so ranges never coalesce.
+ *
+ * Recorded addresses: the trace's 'g alloc' records queue up in order; a
+ * device_malloc of BYTES takes the oldest pending recorded segment of the
+ * same size. When none matches (the replay diverged from the real
+ * allocator) it falls back to a synthetic address in a disjoint range and
+ * counts a miss.
+ */
+#include "device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "u64map.h"
+#include "../traces/trace.h"
+
+#define PAGE (2ull << 20)
+#define SYNTH_BASE 0x7f0000000000ull     /* where synthetic addresses start */
+#define FALLBACK_BASE 0x100000000000ull  /* recorded mode's fallback range */
+
+struct addr_heap { uint64_t *a; size_t n, cap; };  /* min-heap of free bases */
+
+struct recorded { uint64_t addr, bytes; };
+
+struct sim_device {
+	uint64_t capacity, reserved, peak_reserved;
+	enum device_addr_mode mode;
+	uint64_t cursor;              /* bump pointer for fresh ranges */
+	struct u64map live;           /* base -> bytes of live segments/maps */
+	struct u64map free_by_size;   /* footprint -> index into heaps */
+	struct addr_heap *heaps;
+	size_t nheaps, capheaps;
+	struct recorded *rec;         /* FIFO of pending recorded segment allocs */
+	size_t rec_head, rec_tail, rec_cap;
+	struct device_counters c;
+	device_log_fn log;
+	void *log_ctx;
+	uint64_t now;
+};
+
+struct sim_device *device_create(uint64_t capacity, enum device_addr_mode mode)
+{
+	struct sim_device *d = calloc(1, sizeof *d);
+	if (!d)
+		return NULL;
+	d->capacity = capacity ? capacity : UINT64_MAX;
+	d->mode = mode;
+	d->cursor = mode == DEVICE_ADDR_RECORDED ? FALLBACK_BASE : SYNTH_BASE;
+	u64map_init(&d->live);
+	u64map_init(&d->free_by_size);
+	return d;
+}
+
+void device_destroy(struct sim_device *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nheaps; i++)
+		free(d->heaps[i].a);
+	free(d->heaps);
+	free(d->rec);
+	u64map_free(&d->live);
+	u64map_free(&d->free_by_size);
+	free(d);
+}
+
+void device_set_log(struct sim_device *d, device_log_fn fn, void *ctx)
+{
+	d->log = fn;
+	d->log_ctx = ctx;
+}
+
+void device_set_time(struct sim_device *d, uint64_t t) { d->now = t; }
+uint64_t device_reserved(const struct sim_device *d) { return d->reserved; }
+
+uint64_t device_capacity(const struct sim_device *d)
+{
+	return d->capacity == UINT64_MAX ? 0 : d->capacity;
+}
+
+void device_get_counters(const struct sim_device *d, struct device_counters *c)
+{
+	*c = d->c;
+	c->reserved = d->reserved;
+	c->peak_reserved = d->peak_reserved;
+}
+
+/* ------------------------------------------------ synthetic addresses */
+
+static int heap_push(struct addr_heap *h, uint64_t v)
+{
+	if (h->n == h->cap) {
+		size_t ncap = h->cap ? h->cap * 2 : 8;
+		uint64_t *na = realloc(h->a, ncap * sizeof *na);
+		if (!na)
+			return -1;
+		h->a = na;
+		h->cap = ncap;
+	}
+	size_t i = h->n++;
+	while (i && h->a[(i - 1) / 2] > v) {
+		h->a[i] = h->a[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->a[i] = v;
+	return 0;
+}
+
+static uint64_t heap_pop(struct addr_heap *h)
+{
+	uint64_t top = h->a[0], v = h->a[--h->n];
+	size_t i = 0;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		uint64_t mv = v;
+		if (l < h->n && h->a[l] < mv) { m = l; mv = h->a[l]; }
+		if (r < h->n && h->a[r] < mv) { m = r; }
+		if (m == i)
+			break;
+		h->a[i] = h->a[m];
+		i = m;
+	}
+	if (h->n)
+		h->a[i] = v;
+	return top;
+}
+
+static uint64_t footprint(uint64_t bytes)
+{
+	return bytes ? (bytes + PAGE - 1) & ~(PAGE - 1) : PAGE;
+}
+
+static uint64_t synth_take(struct sim_device *d, uint64_t bytes)
+{
+	uint64_t fp = footprint(bytes), idx;
+	if (u64map_get(&d->free_by_size, fp, &idx) && d->heaps[idx].n)
+		return heap_pop(&d->heaps[idx]);
+	uint64_t a = d->cursor;
+	d->cursor += fp;
+	return a;
+}
+
+static void synth_return(struct sim_device *d, uint64_t addr, uint64_t bytes)
+{
+	uint64_t fp = footprint(bytes), idx;
+	if (!u64map_get(&d->free_by_size, fp, &idx)) {
+		if (d->nheaps == d->capheaps) {
+			size_t ncap = d->capheaps ? d->capheaps * 2 : 16;
+			struct addr_heap *nh = realloc(d->heaps, ncap * sizeof *nh);
+			if (!nh)
+				return; /* the range is simply not reused */
+			d->heaps = nh;
+			d->capheaps = ncap;
+		}
+		idx = d->nheaps++;
+		memset(&d->heaps[idx], 0, sizeof d->heaps[idx]);
+		if (u64map_put(&d->free_by_size, fp, idx) < 0) {
+			d->nheaps--;
+			return;
+		}
+	}
+	heap_push(&d->heaps[idx], addr);
+}
+
+/* ------------------------------------------------- recorded addresses */
+
+void device_note_recorded(struct sim_device *d, uint32_t op, uint64_t addr, uint64_t bytes)
+{
+	if (d->mode != DEVICE_ADDR_RECORDED || op != TSEG_ALLOC)
+		return;
+	if (d->rec_tail == d->rec_cap) {
+		/* compact first, then grow */
+		if (d->rec_head) {
+			memmove(d->rec, d->rec + d->rec_head,
+				(d->rec_tail - d->rec_head) * sizeof *d->rec);
+			d->rec_tail -= d->rec_head;
+			d->rec_head = 0;
+		}
+		if (d->rec_tail == d->rec_cap) {
+			size_t ncap = d->rec_cap ? d->rec_cap * 2 : 64;
+			struct recorded *nr = realloc(d->rec, ncap * sizeof *nr);
+			if (!nr)
+				return;
+			d->rec = nr;
+			d->rec_cap = ncap;
+		}
+	}
+	d->rec[d->rec_tail].addr = addr;
+	d->rec[d->rec_tail].bytes = bytes;
+	d->rec_tail++;
+}
+
+/* The oldest pending recorded segment of BYTES whose address is not live. */
+static int recorded_take(struct sim_device *d, uint64_t bytes, uint64_t *addr)
+{
+	uint64_t dummy;
+	for (size_t i = d->rec_head; i < d->rec_tail; i++) {
+		if (d->rec[i].bytes != bytes || u64map_get(&d->live, d->rec[i].addr, &dummy))
+			continue;
+		*addr = d->rec[i].addr;
+		/* remove entry i, keeping FIFO order */
+		memmove(d->rec + i, d->rec + i + 1, (d->rec_tail - i - 1) * sizeof *d->rec);
+		d->rec_tail--;
+		return 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- device calls */
+
+static int account(struct sim_device *d, uint64_t bytes)
+{
+	if (bytes > d->capacity - d->reserved) {
+		d->c.failed++;
+		return DEVICE_OOM;
+	}
+	d->reserved += bytes;
+	if (d->reserved > d->peak_reserved)
+		d->peak_reserved = d->reserved;
+	return DEVICE_OK;
+}
+
+int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_t *addr)
+{
+	(void)stream;
+	if (account(d, bytes) != DEVICE_OK)
+		return DEVICE_OOM;
+	uint64_t a;
+	if (d->mode == DEVICE_ADDR_RECORDED) {
+		if (recorded_take(d, bytes, &a)) {
+			d->c.recorded_used++;
+		} else {
+			d->c.recorded_missed++;
+			a = synth_take(d, bytes);
+		}
+	} else {
+		a = synth_take(d, bytes);
+	}
+	u64map_put(&d->live, a, bytes);
+	d->c.mallocs++;
+	if (d->log)
+		d->log(d->log_ctx, TSEG_ALLOC, a, bytes, d->now);
+	*addr = a;
+	return DEVICE_OK;
+}
+
+void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes)
+{
+	uint64_t had;
+	if (u64map_del(&d->live, addr, &had))
+		bytes = had;
+	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
+	d->c.frees++;
+	/* recorded addresses come back from the record, not from reuse */
+	if (d->mode == DEVICE_ADDR_SYNTHETIC || (addr >= FALLBACK_BASE && addr < SYNTH_BASE))
+		synth_return(d, addr, bytes);
+	if (d->log)
+		d->log(d->log_ctx, TSEG_FREE, addr, bytes, d->now);
+}
+
+uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes)
+{
+	uint64_t a = d->cursor;
+	d->cursor += footprint(bytes);
+	return a;
+}
+
+int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t stream)
+{
+	(void)stream;
+	if (account(d, bytes) != DEVICE_OK)
+		return DEVICE_OOM;
+	d->c.maps++;
+	if (d->log)
+		d->log(d->log_ctx, TSEG_MAP, addr, bytes, d->now);
+	return DEVICE_OK;
+}
+
+void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes)
+{
+	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
+	d->c.unmaps++;
+	if (d->log)
+		d->log(d->log_ctx, TSEG_UNMAP, addr, bytes, d->now);
+}

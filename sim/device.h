@@ -1,0 +1,74 @@
+/*
+ * device.h: the simulated GPU's memory as the driver sees it.
+ *
+ * Allocator policies never own device memory: they ask this device for it
+ * (cudaMalloc-like segments, or physical pages mapped into a reserved virtual
+ * range for expandable segments) and give it back. The device enforces the
+ * capacity, hands out addresses, and counts what every metric is built from:
+ * reserved bytes, device allocation/free counts, and their cost in time.
+ *
+ * Addresses come from one of two sources:
+ *  - synthetic: a deterministic model of the driver's virtual address space;
+ *  - recorded: the addresses the real run got, taken from the trace's 'g'
+ *    (TREC_SEGMENT) records, so a replay can follow the real allocator's
+ *    tie-breaking among equal-sized free blocks exactly.
+ */
+#ifndef SIM_DEVICE_H
+#define SIM_DEVICE_H
+
+#include <stdint.h>
+
+struct sim_device;
+
+enum device_addr_mode { DEVICE_ADDR_SYNTHETIC = 0, DEVICE_ADDR_RECORDED };
+
+/* Results of device calls. */
+#define DEVICE_OK 0
+#define DEVICE_OOM (-1)   /* would exceed the capacity (a result, not an error) */
+
+/*
+ * Allocate a segment of BYTES (a cudaMalloc). Returns DEVICE_OK with *addr,
+ * or DEVICE_OOM when reserved + BYTES would exceed the capacity or the
+ * policy's own limit. STREAM is recorded with the segment (for events).
+ */
+int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_t *addr);
+
+/* Free a segment returned by device_malloc (a cudaFree; synchronises the device). */
+void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes);
+
+/*
+ * Expandable segments: reserve a virtual range (costs no device memory),
+ * then map/unmap physical pages inside it. Mapped bytes count as reserved.
+ */
+uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes);
+int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t stream);
+void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes);
+
+/* Reserved bytes now, and the capacity (bytes the policy may reserve). */
+uint64_t device_reserved(const struct sim_device *d);
+uint64_t device_capacity(const struct sim_device *d);
+
+/* ------------------------------------------------- engine side only */
+
+/* Called for every device-level action, in simulated order. */
+typedef void (*device_log_fn)(void *ctx, uint32_t op /* enum trace_segment_op */,
+			      uint64_t addr, uint64_t bytes, uint64_t t);
+
+struct device_counters {
+	uint64_t reserved, peak_reserved;
+	uint64_t mallocs, frees, maps, unmaps;
+	uint64_t failed;            /* calls refused for capacity */
+	uint64_t recorded_used;     /* recorded mode: addresses taken from the record */
+	uint64_t recorded_missed;   /* recorded mode: no matching recorded segment */
+};
+
+/* CAPACITY 0 means unlimited. NULL when out of memory. */
+struct sim_device *device_create(uint64_t capacity, enum device_addr_mode mode);
+void device_destroy(struct sim_device *d);
+void device_set_log(struct sim_device *d, device_log_fn fn, void *ctx);
+void device_set_time(struct sim_device *d, uint64_t t);
+/* Recorded mode: the engine passes each 'g' record as it reads it. */
+void device_note_recorded(struct sim_device *d, uint32_t op, uint64_t addr, uint64_t bytes);
+void device_get_counters(const struct sim_device *d, struct device_counters *c);
+
+#endif /* SIM_DEVICE_H */

@@ -1,0 +1,93 @@
+/*
+ * engine.h: the discrete-event replay engine.
+ *
+ * The engine is the only place simulated time advances. It streams a trace,
+ * lets a simulated host thread issue the trace's calls in order, runs
+ * kernels, copies and memsets on their streams in stream order with the
+ * trace's durations, makes the host wait at synchronisations, and sends
+ * memory events to one allocator policy. Events sit in a binary heap
+ * ordered by (time, sequence) so ties resolve the same way on every run.
+ *
+ * Metrics (allocated, reserved, peaks, counts, fragmentation, OOMs, the
+ * downsampled timeline) are computed here, never by policies.
+ */
+#ifndef SIM_ENGINE_H
+#define SIM_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../policies/policy.h"
+#include "device.h"
+
+struct sim_options {
+	const char *trace_path;
+	const struct alloc_policy *policy;
+	const char *conf;               /* policy knobs, framework syntax; may be NULL */
+	uint64_t capacity;              /* bytes; 0 = the trace header's total memory,
+					 * or unlimited when the header has none */
+	enum device_addr_mode addr_mode;
+	uint32_t timeline_points;       /* downsampled timeline size; 0 = 512 */
+	int progress;                   /* progress on stderr for long traces */
+	device_log_fn device_log;       /* optional: every device action (validation) */
+	void *device_log_ctx;
+};
+
+struct sim_timeline_point {
+	uint64_t t;                     /* ns since the first record */
+	uint64_t allocated, reserved;   /* maxima within the bucket */
+};
+
+/* Notable events kept with a run (bounded: the first SIM_MAX_EVENTS). */
+#define SIM_MAX_EVENTS 256
+enum sim_event_kind { SIM_EV_PEAK_RESERVED = 0, SIM_EV_OOM, SIM_EV_EMPTY_CACHE };
+struct sim_event {
+	enum sim_event_kind kind;
+	uint64_t t;
+	uint64_t bytes;                 /* the request (OOM) or the level (peak) */
+	uint64_t line;                  /* trace line that caused it */
+	char detail[160];
+};
+
+struct sim_stat { char name[64]; int64_t value; };
+
+struct sim_result {
+	/* identity */
+	char *trace_path;
+	uint32_t trace_crc32;
+	uint64_t trace_bytes;
+	struct trace_label *labels;     /* copied from the header */
+	size_t nlabels;
+	char *policy, *conf;
+	uint64_t capacity;
+	int complete;                   /* the trace had its trailer */
+
+	/* metrics */
+	uint64_t allocs, frees;         /* trace requests served / returned */
+	uint64_t peak_allocated;        /* max sum of block_bytes of live blocks */
+	uint64_t peak_requested;        /* max sum of requested bytes of live blocks */
+	uint64_t peak_reserved;         /* max device-reserved bytes */
+	uint64_t device_allocs, device_frees; /* device mallocs+maps, frees+unmaps */
+	double fragmentation;           /* 1 - peak_allocated / peak_reserved */
+	int oom;                        /* at least one request failed */
+	uint64_t num_ooms;
+	uint64_t oom_t, oom_bytes, oom_line;  /* the first failing request */
+	uint64_t oom_allocated, oom_reserved; /* state at the first OOM */
+	int64_t oom_largest_free, oom_cached_free; /* policy's view, -1 unknown */
+	uint64_t trace_duration_ns;     /* last record end - first record start */
+	uint64_t sim_duration_ns;       /* simulated end time */
+
+	struct sim_stat *stats;         /* the policy's own, in emit order */
+	size_t nstats;
+	struct sim_timeline_point *timeline;
+	size_t ntimeline;
+	struct sim_event *events;
+	size_t nevents;
+};
+
+/* Replay. Returns 0 (an OOM is a result, not an error) or -1 with ERR
+ * naming the file and line (bad trace) or the knob (bad conf). */
+int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size_t errlen);
+void sim_result_free(struct sim_result *res);
+
+#endif /* SIM_ENGINE_H */

@@ -1,0 +1,30 @@
+/*
+ * store.h: run results in SQLite. The only file that includes sqlite3.h is
+ * store.c. Schema (versioned, documented in docs/schema.md): one row per run
+ * in `runs`, its labels, the policy's own stats, a downsampled timeline and
+ * notable events. One transaction per run, WAL journal; a failed run writes
+ * nothing.
+ */
+#ifndef SIM_STORE_H
+#define SIM_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#define STORE_SCHEMA_VERSION 1
+
+struct store;
+
+/* Open or create PATH; NULL with ERR on failure (unwritable, not a gpumemsim
+ * database, newer schema). */
+struct store *store_open(const char *path, char *err, size_t errlen);
+
+/* Save one run in one transaction; *RUN_ID gets its id. -1 with ERR. */
+int store_save_run(struct store *s, const struct sim_result *r, const char *tool_version,
+		   int64_t *run_id, char *err, size_t errlen);
+
+void store_close(struct store *s);
+
+#endif /* SIM_STORE_H */

@@ -1,0 +1,274 @@
+/*
+ * trace.h: the gpumemsim trace, in memory.
+ *
+ * A trace is the unit of exchange between capture, importers, transforms and
+ * the simulator (see traces/FORMAT.md for the text form). The reader streams
+ * one record at a time with memory bounded by the string table and the line
+ * buffer, never by trace length; the writer emits the same text form,
+ * optionally gzip-compressed.
+ *
+ * Only trace_reader.c and trace_writer.c include zlib.
+ */
+#ifndef TRACES_TRACE_H
+#define TRACES_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_FORMAT_VERSION 1
+#define TRACE_MAGIC "gpumemsim-trace"
+
+/* Stream value meaning "not stream-ordered" (CUPTI reports 0xffffffff). */
+#define TRACE_NO_STREAM UINT32_MAX
+/* String id meaning "no string" (e.g. unknown allocation source). */
+#define TRACE_NO_STRING UINT32_MAX
+/* Most kernel-to-allocation links one kernel record may carry. */
+#define TRACE_MAX_LINKS 64
+
+enum trace_rec_type {
+	TREC_ALLOC = 0,   /* 'a': device allocation (framework request or cudaMalloc) */
+	TREC_FREE,        /* 'f': device free */
+	TREC_KERNEL,      /* 'k': kernel execution on a stream */
+	TREC_MEMCPY,      /* 'c': copy on a stream */
+	TREC_MEMSET,      /* 'm': memset on a stream */
+	TREC_SYNC,        /* 'y': synchronisation: the host waits */
+	TREC_RANGE,       /* 'r': NVTX range (push/pop or start/end) */
+	TREC_API,         /* 'p': host API call with its start/end */
+	TREC_CONTROL,     /* 'x': allocator control: empty_cache, oom, step */
+	TREC_SEGMENT,     /* 'g': a recorded allocator decision (segment alloc/free/map/unmap) */
+	TREC_COUNT
+};
+
+/* Memory kinds, as CUPTI's CUpti_ActivityMemoryKind names them. */
+enum trace_mem_kind {
+	TMEM_UNKNOWN = 0,
+	TMEM_PAGEABLE = 1,
+	TMEM_PINNED = 2,
+	TMEM_DEVICE = 3,
+	TMEM_ARRAY = 4,
+	TMEM_MANAGED = 5,
+	TMEM_DEVICE_STATIC = 6,
+	TMEM_MANAGED_STATIC = 7,
+};
+
+/* Flags on memory events. */
+#define TMEM_F_ASYNC 0x1u    /* stream-ordered (cudaMallocAsync/cudaFreeAsync) */
+#define TMEM_F_POOL 0x2u     /* served from a memory pool */
+#define TMEM_F_IMPORTED 0x4u /* pool imported from another process */
+
+enum trace_copy_kind {
+	TCOPY_UNKNOWN = 0, TCOPY_HTOD, TCOPY_DTOH, TCOPY_DTOD, TCOPY_HTOH, TCOPY_PTOP
+};
+
+enum trace_sync_kind {
+	TSYNC_UNKNOWN = 0, TSYNC_EVENT, TSYNC_STREAM_WAIT_EVENT, TSYNC_STREAM, TSYNC_CONTEXT
+};
+
+enum trace_control_kind {
+	TCTL_EMPTY_CACHE = 0, /* torch.cuda.empty_cache() or equivalent */
+	TCTL_OOM,             /* the real run hit an OOM for `bytes` */
+	TCTL_STEP,            /* a training step boundary (bytes = step number) */
+	TCTL_COUNT
+};
+
+enum trace_segment_op {
+	TSEG_ALLOC = 0, TSEG_FREE, TSEG_MAP, TSEG_UNMAP, TSEG_COUNT
+};
+
+struct trace_mem {           /* TREC_ALLOC, TREC_FREE */
+	uint64_t id;         /* alloc: its id, the ordinal of its 'a' record (0-based); free: 0 */
+	uint64_t addr;
+	uint64_t bytes;
+	uint32_t stream;     /* TRACE_NO_STREAM when not stream-ordered */
+	uint32_t kind;       /* enum trace_mem_kind */
+	uint32_t flags;      /* TMEM_F_* */
+	uint32_t source;     /* string id of the library that made the call, or TRACE_NO_STRING */
+	uint64_t corr;       /* CUPTI correlation id, 0 if none */
+};
+
+struct trace_kernel {        /* TREC_KERNEL */
+	uint32_t stream;
+	uint32_t name;       /* string id */
+	uint32_t grid[3], block[3];
+	uint32_t regs;
+	uint32_t smem;       /* static + dynamic shared memory bytes */
+	uint64_t corr;
+	uint32_t nlinks;     /* allocation ids the kernel touches */
+	uint64_t links[TRACE_MAX_LINKS];
+};
+
+struct trace_copy {          /* TREC_MEMCPY, TREC_MEMSET */
+	uint32_t stream;
+	uint32_t kind;       /* enum trace_copy_kind (memcpy only) */
+	uint64_t bytes;
+	uint64_t corr;
+};
+
+struct trace_sync {          /* TREC_SYNC */
+	uint32_t kind;       /* enum trace_sync_kind */
+	uint32_t stream;     /* TRACE_NO_STREAM for context/device-wide */
+	uint64_t corr;
+};
+
+struct trace_range {         /* TREC_RANGE */
+	uint32_t name;       /* string id */
+	uint32_t depth;      /* nesting depth at push, 0 = outermost */
+};
+
+struct trace_api {           /* TREC_API */
+	uint32_t name;       /* string id, e.g. "cudaMalloc" */
+	uint64_t corr;
+};
+
+struct trace_control {       /* TREC_CONTROL */
+	uint32_t kind;       /* enum trace_control_kind */
+	uint64_t bytes;      /* OOM: the failing request; STEP: the step number */
+};
+
+struct trace_segment {       /* TREC_SEGMENT */
+	uint32_t op;         /* enum trace_segment_op */
+	uint64_t addr;
+	uint64_t bytes;
+	uint32_t stream;
+};
+
+/* One record. `start` orders the trace; `end` == `start` for instant events. */
+struct trace_rec {
+	enum trace_rec_type type;
+	uint64_t start, end;     /* nanoseconds in the trace's time base */
+	uint64_t line;           /* line number in the file it came from (1-based) */
+	union {
+		struct trace_mem mem;
+		struct trace_kernel kernel;
+		struct trace_copy copy;
+		struct trace_sync sync;
+		struct trace_range range;
+		struct trace_api api;
+		struct trace_control control;
+		struct trace_segment segment;
+	} u;
+};
+
+/* Header fields; strings are owned by the reader/writer that holds them. */
+struct trace_label { char *key, *value; };
+
+struct trace_header {
+	int version;
+	char *producer, *producer_version;
+	char *gpu, *compute_capability;
+	uint64_t total_memory;
+	char *driver, *cuda, *cupti, *cudnn;
+	char *command;
+	struct trace_label *labels;
+	size_t nlabels;
+};
+
+/* Trailer ('end' line): absent in a trace cut short. */
+struct trace_trailer {
+	int present;
+	uint64_t records;        /* records the writer wrote */
+	uint64_t dropped;        /* records the producer lost (CUPTI drops) */
+};
+
+/* ---------------------------------------------------------------- reader */
+
+struct trace_reader;
+
+/* Error codes (negative); trace_reader_error() has the message with file:line. */
+#define TRACE_OK 0
+#define TRACE_EOF 1
+#define TRACE_ERR_IO (-1)
+#define TRACE_ERR_FORMAT (-2)
+#define TRACE_ERR_VERSION (-3)
+#define TRACE_ERR_NOMEM (-4)
+/* The file ends mid-stream (truncated gzip, or a last line without newline):
+ * records before it were returned; the trace counts as incomplete. */
+#define TRACE_ERR_TRUNCATED (-5)
+
+/*
+ * Open FILE (plain or gzip, detected from the bytes) and read its header
+ * lines. Returns NULL only when out of memory; otherwise check
+ * trace_reader_status() (< 0 means the open or header failed and
+ * trace_reader_error() says why, naming the file and line).
+ */
+struct trace_reader *trace_reader_open(const char *path);
+int trace_reader_status(const struct trace_reader *r);
+const char *trace_reader_error(const struct trace_reader *r);
+const struct trace_header *trace_reader_header(const struct trace_reader *r);
+
+/*
+ * Read the next event record into *rec. Returns TRACE_OK, TRACE_EOF at the
+ * end of the stream, or a negative error (message in trace_reader_error()).
+ * String definitions, labels and the trailer are consumed internally.
+ * Records must not go back in time (start non-decreasing).
+ */
+int trace_reader_next(struct trace_reader *r, struct trace_rec *rec);
+
+/* The interned string with id ID, or NULL if not defined. */
+const char *trace_reader_string(const struct trace_reader *r, uint32_t id);
+uint32_t trace_reader_nstrings(const struct trace_reader *r);
+
+/* After TRACE_EOF: the trailer (present == 0 for a trace cut short). */
+const struct trace_trailer *trace_reader_trailer(const struct trace_reader *r);
+
+/* The path as opened, and a content identity (CRC-32 and length of the
+ * decompressed text read so far; complete after TRACE_EOF). */
+const char *trace_reader_path(const struct trace_reader *r);
+uint32_t trace_reader_crc32(const struct trace_reader *r);
+uint64_t trace_reader_bytes(const struct trace_reader *r);
+
+/* Rewind to the first event record (used by offline policies' pre-pass). */
+int trace_reader_rewind(struct trace_reader *r);
+
+void trace_reader_close(struct trace_reader *r);
+
+/* ---------------------------------------------------------------- writer */
+
+struct trace_writer;
+
+/* Writer flags. */
+#define TRACE_W_ATOMIC 0x1  /* write PATH.tmp.PID, rename into place at close:
+			     * a failed write never leaves a half trace at PATH
+			     * (importers, transforms) */
+#define TRACE_W_STREAM 0x0  /* write PATH directly, so a killed producer leaves
+			     * a readable, incomplete trace up to its last flush
+			     * (capture) */
+
+/*
+ * Create PATH for writing; gzip-compressed when PATH ends in ".gz".
+ * Returns NULL and fills ERR on failure.
+ */
+struct trace_writer *trace_writer_open(const char *path, unsigned flags,
+				       char *err, size_t errlen);
+
+/* Write the header (once, before any record). */
+int trace_writer_header(struct trace_writer *w, const struct trace_header *h);
+
+/* Intern a string: returns its id, writing its 'S' line the first time. */
+uint32_t trace_writer_intern(struct trace_writer *w, const char *s);
+
+/* Write one record (string ids must come from trace_writer_intern). */
+int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec);
+
+/* Flush what is written so far to the file (a crash after this leaves a
+ * readable trace without trailer: incomplete). */
+int trace_writer_flush(struct trace_writer *w);
+
+/*
+ * Finish: write the trailer when COMPLETE (with DROPPED lost records),
+ * close, and rename into place. Returns 0 or a negative error (ERR filled).
+ * trace_writer_abort() discards the file instead.
+ */
+int trace_writer_close(struct trace_writer *w, int complete, uint64_t dropped,
+		       char *err, size_t errlen);
+void trace_writer_abort(struct trace_writer *w);
+
+/* ------------------------------------------------------------- names */
+
+/* One-letter record tags and the names of enum values, for cat and stats. */
+char trace_rec_tag(enum trace_rec_type t);
+const char *trace_rec_name(enum trace_rec_type t);
+const char *trace_control_name(uint32_t kind);
+const char *trace_segment_op_name(uint32_t op);
+
+#endif /* TRACES_TRACE_H */
