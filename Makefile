@@ -32,6 +32,10 @@ LIBSIM    := $(BUILD)/libgpumemsim.a
 
 all: $(BIN)
 
+# Missing Debian packages (compiler, SQLite, zlib, Criterion, gnuplot).
+deps:
+	@./scripts/install-deps.sh
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -55,7 +59,7 @@ asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-BENCH_BIN := $(BUILD)/bench
+BENCH_BIN := $(BUILD)/gpumemsim-bench
 $(BENCH_BIN): $(BUILD)/bench/bench.o $(LIBSIM)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 bench: $(BIN) $(BENCH_BIN)
@@ -64,7 +68,7 @@ bench: $(BIN) $(BENCH_BIN)
 FUZZ_BIN := build-fuzz/fuzz_trace_reader
 $(FUZZ_BIN): tests/fuzz/fuzz_trace_reader.c $(wildcard traces/*.c) traces/trace.h
 	@mkdir -p build-fuzz
-	clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+	clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ tests/fuzz/fuzz_trace_reader.c $(wildcard traces/trace_*.c) -lz
 fuzz: $(FUZZ_BIN)
 	@mkdir -p build-fuzz/corpus
@@ -72,6 +76,8 @@ fuzz: $(FUZZ_BIN)
 	./$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
 
 -include capture/capture.mk
+
+-include capture/cnn/cnn.mk
 
 clean:
 	rm -rf build build-asan build-fuzz

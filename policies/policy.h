@@ -72,7 +72,9 @@ struct alloc_policy {
 	const struct policy_knob *knobs;  /* terminated by {NULL} */
 
 	/* Parse CONF (the framework's own syntax, may be "" or NULL) and set up.
-	 * Unknown or malformed knobs: return -1 with ERR naming the knob. */
+	 * Unknown or malformed knobs: return -1 with ERR naming the knob.
+	 * A failed init releases what it took: fini is called only after a
+	 * successful init. */
 	int (*init)(void *st, const char *conf, const struct policy_env *env,
 		    char *err, size_t errlen);
 	/* Serve a request: POLICY_OK with *res, or POLICY_OOM. */

@@ -8,9 +8,19 @@
 #include "policy.h"
 
 extern const struct alloc_policy policy_cuda_malloc;
+extern const struct alloc_policy policy_pytorch;
+extern const struct alloc_policy policy_bfc;
+extern const struct alloc_policy policy_cuda_async;
+extern const struct alloc_policy policy_buddy;
+extern const struct alloc_policy policy_optimal;
 
 const struct alloc_policy *const policy_table[] = {
 	&policy_cuda_malloc,
+	&policy_pytorch,
+	&policy_bfc,
+	&policy_cuda_async,
+	&policy_buddy,
+	&policy_optimal,
 	NULL,
 };
 

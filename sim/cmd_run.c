@@ -1,9 +1,330 @@
-/* cmd_run.c: PLACEHOLDER while the session builds it; replaced by the real command. */
+/*
+ * cmd_run.c: `gpumemsim run TRACE --policy NAME ...`: replay one trace
+ * under one allocator policy, print a summary (or one JSON object) and save
+ * the run in the results database.
+ *
+ * The database is opened before the replay so an unwritable path fails in
+ * a second rather than after a long replay; a database file this command
+ * created is removed again when the run fails, so a failed run leaves
+ * nothing behind.
+ */
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "engine.h"
+#include "json.h"
+#include "store.h"
+
+#define DEFAULT_DB "results.db"
+
+struct run_args {
+	const char *trace, *policy, *conf, *db;
+	uint64_t capacity;
+	enum device_addr_mode mode;
+	uint32_t timeline_points;
+	int json, no_db, quiet;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpumemsim run TRACE --policy NAME [options]\n\n"
+		"Replay TRACE (plain or gzip) under an allocator policy; print a summary and\n"
+		"store the run.\n\n"
+		"  --policy NAME        allocator policy (gpumemsim policies lists them)\n"
+		"  --conf STRING        the policy's knobs in the framework's syntax,\n"
+		"                       e.g. \"expandable_segments:True,max_split_size_mb:128\"\n"
+		"  --capacity SIZE      device memory, e.g. 80GiB, 40GB, 512MiB (default: the\n"
+		"                       trace header's total_memory, else unlimited)\n"
+		"  --addresses MODE     synthetic (default) or recorded (follow the trace's 'g'\n"
+		"                       records, the real allocator's addresses)\n"
+		"  --db PATH            results database (default: %s in the current\n"
+		"                       directory; created if missing)\n"
+		"  --no-db              do not store the run\n"
+		"  --json               print one JSON object on stdout instead of the summary;\n"
+		"                       \"run_id\" is its last field (null with --no-db), so two\n"
+		"                       runs of the same inputs differ only on that line's value\n"
+		"  --timeline-points N  size of the downsampled memory timeline (default 512)\n"
+		"  --quiet              no progress on stderr\n\n"
+		"Exit status: 0 ok (a simulated OOM is a result), 1 failure (bad trace, bad\n"
+		"knob, database error: the message names file:line or the knob), 2 usage.\n",
+		DEFAULT_DB);
+}
+
+/* 0 ok, EXIT_USAGE on a usage error (message printed). */
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+	memset(a, 0, sizeof *a);
+	a->db = DEFAULT_DB;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int takes = !strcmp(o, "--policy") || !strcmp(o, "--conf") ||
+			    !strcmp(o, "--capacity") || !strcmp(o, "--addresses") ||
+			    !strcmp(o, "--db") || !strcmp(o, "--timeline-points");
+		if (takes && !v) {
+			fprintf(stderr, "gpumemsim run: %s needs a value\n", o);
+			return EXIT_USAGE;
+		}
+		if (!strcmp(o, "--policy")) {
+			a->policy = v;
+		} else if (!strcmp(o, "--conf")) {
+			a->conf = v;
+		} else if (!strcmp(o, "--db")) {
+			a->db = v;
+		} else if (!strcmp(o, "--capacity")) {
+			if (conf_size(v, &a->capacity) < 0 || !a->capacity) {
+				fprintf(stderr, "gpumemsim run: --capacity '%s': expected a size such "
+					"as 80GiB, 40GB or 512MiB\n", v);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(o, "--addresses")) {
+			if (!strcmp(v, "synthetic")) {
+				a->mode = DEVICE_ADDR_SYNTHETIC;
+			} else if (!strcmp(v, "recorded")) {
+				a->mode = DEVICE_ADDR_RECORDED;
+			} else {
+				fprintf(stderr, "gpumemsim run: --addresses '%s': expected synthetic "
+					"or recorded\n", v);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(o, "--timeline-points")) {
+			char *end;
+			unsigned long n = strtoul(v, &end, 10);
+			if (*end || !*v || n < 1 || n > 1000000) {
+				fprintf(stderr, "gpumemsim run: --timeline-points '%s': expected "
+					"1..1000000\n", v);
+				return EXIT_USAGE;
+			}
+			a->timeline_points = (uint32_t)n;
+		} else if (!strcmp(o, "--json")) {
+			a->json = 1;
+		} else if (!strcmp(o, "--no-db")) {
+			a->no_db = 1;
+		} else if (!strcmp(o, "--quiet")) {
+			a->quiet = 1;
+		} else if (o[0] == '-' && o[1]) {
+			fprintf(stderr, "gpumemsim run: unknown option '%s'\n", o);
+			return EXIT_USAGE;
+		} else if (!a->trace) {
+			a->trace = o;
+			continue;
+		} else {
+			fprintf(stderr, "gpumemsim run: one trace at a time ('%s' and '%s')\n",
+				a->trace, o);
+			return EXIT_USAGE;
+		}
+		if (takes)
+			i++;
+	}
+	if (!a->trace || !a->policy) {
+		fprintf(stderr, "gpumemsim run: %s\n", !a->trace ? "missing TRACE" : "missing --policy");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static void print_json(const struct sim_result *r, int has_id, int64_t run_id)
+{
+	struct json j;
+	json_init(&j, stdout);
+	json_begin_object(&j);
+	json_kv_string(&j, "trace", r->trace_path);
+	json_kv_u64(&j, "trace_crc32", r->trace_crc32);
+	json_kv_u64(&j, "trace_bytes", r->trace_bytes);
+	json_kv_string(&j, "policy", r->policy);
+	json_kv_string(&j, "conf", r->conf);
+	json_kv_u64(&j, "capacity", r->capacity);
+	json_key(&j, "labels");
+	json_begin_object(&j);
+	for (size_t i = 0; i < r->nlabels; i++)
+		json_kv_string(&j, r->labels[i].key, r->labels[i].value);
+	json_end_object(&j);
+	json_kv_bool(&j, "complete", r->complete);
+	json_kv_u64(&j, "allocs", r->allocs);
+	json_kv_u64(&j, "frees", r->frees);
+	json_kv_u64(&j, "peak_allocated", r->peak_allocated);
+	json_kv_u64(&j, "peak_requested", r->peak_requested);
+	json_kv_u64(&j, "peak_reserved", r->peak_reserved);
+	json_kv_u64(&j, "device_allocs", r->device_allocs);
+	json_kv_u64(&j, "device_frees", r->device_frees);
+	json_kv_double(&j, "fragmentation", r->fragmentation);
+	json_kv_bool(&j, "oom", r->oom);
+	json_kv_u64(&j, "num_ooms", r->num_ooms);
+	json_key(&j, "first_oom");
+	if (r->oom) {
+		json_begin_object(&j);
+		json_kv_u64(&j, "t_ns", r->oom_t);
+		json_kv_u64(&j, "bytes", r->oom_bytes);
+		json_kv_u64(&j, "line", r->oom_line);
+		json_kv_u64(&j, "allocated", r->oom_allocated);
+		json_kv_u64(&j, "reserved", r->oom_reserved);
+		json_kv_i64(&j, "largest_free_block", r->oom_largest_free);
+		json_kv_i64(&j, "cached_free_bytes", r->oom_cached_free);
+		json_end_object(&j);
+	} else {
+		json_null(&j);
+	}
+	json_kv_u64(&j, "trace_duration_ns", r->trace_duration_ns);
+	json_kv_u64(&j, "sim_duration_ns", r->sim_duration_ns);
+	json_key(&j, "stats");
+	json_begin_object(&j);
+	for (size_t i = 0; i < r->nstats; i++)
+		json_kv_i64(&j, r->stats[i].name, r->stats[i].value);
+	json_end_object(&j);
+	json_key(&j, "events");
+	json_begin_array(&j);
+	for (size_t i = 0; i < r->nevents; i++) {
+		json_begin_object(&j);
+		json_kv_string(&j, "kind", sim_event_kind_name(r->events[i].kind));
+		json_kv_u64(&j, "t_ns", r->events[i].t);
+		json_kv_u64(&j, "bytes", r->events[i].bytes);
+		json_kv_u64(&j, "line", r->events[i].line);
+		json_kv_string(&j, "detail", r->events[i].detail);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_key(&j, "timeline");
+	json_begin_array(&j);
+	for (size_t i = 0; i < r->ntimeline; i++) {
+		json_begin_array(&j);
+		json_u64(&j, r->timeline[i].t);
+		json_u64(&j, r->timeline[i].allocated);
+		json_u64(&j, r->timeline[i].reserved);
+		json_end_array(&j);
+	}
+	json_end_array(&j);
+	json_key(&j, "run_id");
+	if (has_id)
+		json_i64(&j, run_id);
+	else
+		json_null(&j);
+	json_end_object(&j);
+}
+
+static void print_text(const struct sim_result *r, int has_id, int64_t run_id, const char *db)
+{
+	char b1[32], b2[32], b3[32];
+	printf("trace            %s (%s)\n", r->trace_path, r->complete ? "complete" : "incomplete: no trailer");
+	printf("policy           %s%s%s%s\n", r->policy, r->conf[0] ? "  conf \"" : "", r->conf,
+	       r->conf[0] ? "\"" : "");
+	printf("capacity         %s\n", r->capacity ? cli_fmt_bytes(r->capacity, b1, sizeof b1) : "unlimited");
+	printf("requests         %" PRIu64 " allocs, %" PRIu64 " frees\n", r->allocs, r->frees);
+	printf("peak allocated   %s (requested %s)\n", cli_fmt_bytes(r->peak_allocated, b1, sizeof b1),
+	       cli_fmt_bytes(r->peak_requested, b2, sizeof b2));
+	printf("peak reserved    %s\n", cli_fmt_bytes(r->peak_reserved, b1, sizeof b1));
+	printf("fragmentation    %.4f (1 - peak allocated / peak reserved)\n", r->fragmentation);
+	printf("device calls     %" PRIu64 " allocs/maps, %" PRIu64 " frees/unmaps\n",
+	       r->device_allocs, r->device_frees);
+	if (r->oom) {
+		printf("OOM              %" PRIu64 " failed request(s); first at line %" PRIu64
+		       ": %s with %s allocated, %s reserved\n", r->num_ooms, r->oom_line,
+		       cli_fmt_bytes(r->oom_bytes, b1, sizeof b1),
+		       cli_fmt_bytes(r->oom_allocated, b2, sizeof b2),
+		       cli_fmt_bytes(r->oom_reserved, b3, sizeof b3));
+		if (r->oom_largest_free >= 0)
+			printf("                 largest free block %s\n",
+			       cli_fmt_bytes((uint64_t)r->oom_largest_free, b1, sizeof b1));
+		if (r->oom_cached_free >= 0)
+			printf("                 cached free %s\n",
+			       cli_fmt_bytes((uint64_t)r->oom_cached_free, b1, sizeof b1));
+	} else {
+		printf("OOM              none\n");
+	}
+	printf("duration         trace %.3f ms, simulated %.3f ms\n", r->trace_duration_ns / 1e6,
+	       r->sim_duration_ns / 1e6);
+	for (size_t i = 0; i < r->nstats; i++)
+		printf("  %-30s %" PRId64 "\n", r->stats[i].name, r->stats[i].value);
+	if (has_id)
+		printf("run id           %" PRId64 " in %s\n", run_id, db);
+}
+
+static void remove_db(const char *path)
+{
+	char buf[4096];
+	unlink(path);
+	snprintf(buf, sizeof buf, "%s-wal", path);
+	unlink(buf);
+	snprintf(buf, sizeof buf, "%s-shm", path);
+	unlink(buf);
+}
+
+/* Exit codes as cli.h says; an OOM in the replay is a result (0). */
 int cmd_run(int argc, char **argv)
 {
-	(void)argc; (void)argv;
-	fprintf(stderr, "gpumemsim run: not built yet\n");
-	return 1;
+	struct run_args a;
+	struct sim_result res;
+	struct store *st = NULL;
+	char err[1024];
+	int ret = 1, db_created = 0, has_id = 0;
+	int64_t run_id = 0;
+	struct stat sb;
+
+	memset(&res, 0, sizeof res);
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			return 0;
+		}
+	}
+	int u = parse_args(argc, argv, &a);
+	if (u)
+		return u;
+	const struct alloc_policy *pol = policy_find(a.policy);
+	if (!pol) {
+		char names[1024];
+		policy_list_names(names, sizeof names);
+		fprintf(stderr, "gpumemsim run: unknown policy '%s' (known: %s)\n", a.policy, names);
+		return 1;
+	}
+	if (!a.no_db) {
+		db_created = stat(a.db, &sb) != 0;
+		st = store_open(a.db, err, sizeof err);
+		if (!st) {
+			fprintf(stderr, "gpumemsim run: %s\n", err);
+			goto out;
+		}
+	}
+	struct sim_options o = {
+		.trace_path = a.trace,
+		.policy = pol,
+		.conf = a.conf,
+		.capacity = a.capacity,
+		.addr_mode = a.mode,
+		.timeline_points = a.timeline_points,
+		.progress = !a.quiet && isatty(STDERR_FILENO),
+	};
+	if (sim_run(&o, &res, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim run: %s\n", err);
+		goto out;
+	}
+	if (st) {
+		if (store_save_run(st, &res, GPUMEMSIM_VERSION, &run_id, err, sizeof err) < 0) {
+			fprintf(stderr, "gpumemsim run: %s\n", err);
+			goto out;
+		}
+		has_id = 1;
+		db_created = 0; /* it holds a run now */
+	}
+	if (a.json)
+		print_json(&res, has_id, run_id);
+	else
+		print_text(&res, has_id, run_id, a.db);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "gpumemsim run: writing the output failed\n");
+		goto out;
+	}
+	ret = 0;
+out:
+	store_close(st);
+	if (db_created)
+		remove_db(a.db);
+	sim_result_free(&res);
+	return ret;
 }

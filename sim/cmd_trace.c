@@ -1,9 +1,608 @@
-/* cmd_trace.c: PLACEHOLDER while the session builds it; replaced by the real command. */
+/*
+ * cmd_trace.c: `gpumemsim trace validate|cat|stats`: look at a trace
+ * without simulating it.
+ *
+ * validate  reads every record and also checks what the reader cannot see
+ *           line by line: frees of addresses that are not live, a second
+ *           allocation at a live address, kernel links to allocations that
+ *           do not exist yet (errors) or are no longer live (warnings: the
+ *           host frees a buffer as soon as the kernel is queued, and the
+ *           kernel runs later, so a link past the free is normal).
+ * cat       prints the trace with absolute times: by default with strings
+ *           resolved inline (for people), with --trace as a valid trace.
+ * stats     counts, peak live bytes, duration, labels; --json for scripts.
+ *
+ * Memory stays bounded by the live allocations (u64map), never by length.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "json.h"
+#include "u64map.h"
+#include "../traces/trace.h"
+
+#define MAX_WARNINGS_SHOWN 10
+
+static void trace_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpumemsim trace validate FILE...\n"
+		"       gpumemsim trace cat [--trace] FILE\n"
+		"       gpumemsim trace stats [--json] FILE\n"
+		"\n"
+		"Read gpumemsim traces (plain or gzip; format in traces/FORMAT.md).\n"
+		"  validate  check every record and the allocation lifetimes; prints\n"
+		"            'FILE: ok (N records)' or 'FILE:LINE: error'; exit 0/1\n"
+		"  cat       print the trace with absolute times and strings resolved;\n"
+		"            --trace prints a valid canonical trace instead\n"
+		"  stats     record counts, peak live bytes, duration, labels;\n"
+		"            --json prints one JSON object\n"
+		"Each has --help. Exit codes: 0 ok, 1 bad input or I/O error, 2 usage.\n");
+}
+
+/* Open FILE; on failure print the reader's message and return NULL. */
+static struct trace_reader *open_or_report(const char *path)
+{
+	struct trace_reader *r = trace_reader_open(path);
+	if (!r) {
+		fprintf(stderr, "%s: out of memory\n", path);
+		return NULL;
+	}
+	if (trace_reader_status(r) < 0) {
+		fprintf(stderr, "%s\n", trace_reader_error(r));
+		trace_reader_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* ------------------------------------------------------------ validate */
+
+struct vstate {
+	const char *path;
+	struct u64map live_addr; /* addr -> allocation id */
+	struct u64map live_id;   /* allocation id -> bytes */
+	uint64_t nallocs;
+	uint64_t warnings;
+};
+
+static void vwarn(struct vstate *v, uint64_t line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Warnings are counted always but printed only for the first few. */
+static void vwarn(struct vstate *v, uint64_t line, const char *fmt, ...)
+{
+	if (v->warnings++ >= MAX_WARNINGS_SHOWN)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s:%" PRIu64 ": warning: ", v->path, line);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* Lifetime checks for one record; 0 or -1 after printing the error. */
+static int validate_rec(struct vstate *v, const struct trace_rec *rec)
+{
+	const struct trace_mem *m = &rec->u.mem;
+	uint64_t val;
+	switch (rec->type) {
+	case TREC_ALLOC:
+		v->nallocs++;
+		if (m->addr == U64MAP_EMPTY) {
+			fprintf(stderr, "%s:%" PRIu64 ": allocation at reserved address 0x%" PRIx64 "\n",
+				v->path, rec->line, m->addr);
+			return -1;
+		}
+		if (u64map_get(&v->live_addr, m->addr, &val)) {
+			fprintf(stderr, "%s:%" PRIu64 ": allocation at 0x%" PRIx64 " which is still "
+				"live (allocation id %" PRIu64 " was never freed)\n",
+				v->path, rec->line, m->addr, val);
+			return -1;
+		}
+		if (u64map_put(&v->live_addr, m->addr, m->id) < 0 ||
+		    u64map_put(&v->live_id, m->id, m->bytes) < 0) {
+			fprintf(stderr, "%s: out of memory\n", v->path);
+			return -1;
+		}
+		return 0;
+	case TREC_FREE:
+		if (m->addr == U64MAP_EMPTY || !u64map_del(&v->live_addr, m->addr, &val)) {
+			fprintf(stderr, "%s:%" PRIu64 ": free of 0x%" PRIx64 " which is not a live "
+				"allocation\n", v->path, rec->line, m->addr);
+			return -1;
+		}
+		uint64_t bytes = 0;
+		u64map_del(&v->live_id, val, &bytes);
+		if (m->bytes && m->bytes != bytes)
+			vwarn(v, rec->line, "free says %" PRIu64 " bytes, the allocation had %" PRIu64,
+			      m->bytes, bytes);
+		return 0;
+	case TREC_KERNEL:
+		for (uint32_t i = 0; i < rec->u.kernel.nlinks; i++) {
+			uint64_t id = rec->u.kernel.links[i];
+			if (id >= v->nallocs) {
+				fprintf(stderr, "%s:%" PRIu64 ": kernel links allocation id %" PRIu64
+					", but only %" PRIu64 " allocations exist so far\n",
+					v->path, rec->line, id, v->nallocs);
+				return -1;
+			}
+			if (id != U64MAP_EMPTY && !u64map_get(&v->live_id, id, &val))
+				vwarn(v, rec->line, "kernel links allocation id %" PRIu64
+				      " which was freed before the kernel started", id);
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Validate one file; prints its verdict. 0 ok, 1 failed. */
+static int validate_one(const char *path)
+{
+	struct trace_reader *r = open_or_report(path);
+	if (!r)
+		return 1;
+	struct vstate v = {.path = path};
+	u64map_init(&v.live_addr);
+	u64map_init(&v.live_id);
+	struct trace_rec rec;
+	uint64_t n = 0;
+	int rc, fail = 0;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
+		n++;
+		if (validate_rec(&v, &rec) < 0) {
+			fail = 1;
+			goto out;
+		}
+	}
+	if (rc < 0) {
+		fprintf(stderr, "%s\n", trace_reader_error(r));
+		fail = 1;
+		goto out;
+	}
+	if (v.warnings > MAX_WARNINGS_SHOWN)
+		fprintf(stderr, "%s: %" PRIu64 " more warnings not shown\n", path,
+			v.warnings - MAX_WARNINGS_SHOWN);
+	printf("%s: ok (%" PRIu64 " records", path, n);
+	if (!trace_reader_trailer(r)->present)
+		printf(", incomplete: no 'end' trailer");
+	if (v.warnings)
+		printf(", %" PRIu64 " warning%s", v.warnings, v.warnings == 1 ? "" : "s");
+	printf(")\n");
+out:
+	u64map_free(&v.live_addr);
+	u64map_free(&v.live_id);
+	trace_reader_close(r);
+	return fail;
+}
+
+static int cmd_trace_validate(int argc, char **argv)
+{
+	int nfiles = 0, fail = 0;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			trace_usage(stdout);
+			return 0;
+		}
+		if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "gpumemsim trace validate: unknown option '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	for (int i = 1; i < argc; i++) {
+		nfiles++;
+		fail |= validate_one(argv[i]);
+	}
+	if (!nfiles) {
+		trace_usage(stderr);
+		return EXIT_USAGE;
+	}
+	return fail;
+}
+
+/* ------------------------------------------------------------ cat */
+
+/* A string reference: quoted text (resolved) or its id (trace form). */
+static void cat_sid(FILE *f, const struct trace_reader *r, uint32_t id, int resolve)
+{
+	if (id == TRACE_NO_STRING) {
+		fputs(" -", f);
+	} else if (resolve) {
+		fputc(' ', f);
+		const char *s = trace_reader_string(r, id);
+		json_escape(f, s ? s : "");
+	} else {
+		fprintf(f, " %" PRIu32, id);
+	}
+}
+
+static void cat_stream(FILE *f, uint32_t s)
+{
+	if (s == TRACE_NO_STREAM)
+		fputs(" -", f);
+	else
+		fprintf(f, " %" PRIu32, s);
+}
+
+static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_rec *rec,
+		    int resolve)
+{
+	fputc(trace_rec_tag(rec->type), f);
+	fprintf(f, " %" PRIu64, rec->start);
+	if (rec->type >= TREC_KERNEL && rec->type <= TREC_API)
+		fprintf(f, " %" PRIu64, rec->end);
+	switch (rec->type) {
+	case TREC_ALLOC:
+	case TREC_FREE: {
+		const struct trace_mem *m = &rec->u.mem;
+		fprintf(f, " 0x%" PRIx64 " %" PRIu64, m->addr, m->bytes);
+		cat_stream(f, m->stream);
+		fprintf(f, " %" PRIu32 " %" PRIu32 " %" PRIu64, m->kind, m->flags, m->corr);
+		cat_sid(f, r, m->source, resolve);
+		break;
+	}
+	case TREC_KERNEL: {
+		const struct trace_kernel *k = &rec->u.kernel;
+		cat_stream(f, k->stream);
+		cat_sid(f, r, k->name, resolve);
+		fprintf(f, " %" PRIu32 ",%" PRIu32 ",%" PRIu32 " %" PRIu32 ",%" PRIu32 ",%" PRIu32
+			" %" PRIu32 " %" PRIu32 " %" PRIu64, k->grid[0], k->grid[1], k->grid[2],
+			k->block[0], k->block[1], k->block[2], k->regs, k->smem, k->corr);
+		if (!k->nlinks)
+			fputs(" -", f);
+		for (uint32_t i = 0; i < k->nlinks; i++)
+			fprintf(f, "%c%" PRIu64, i ? ',' : ' ', k->links[i]);
+		break;
+	}
+	case TREC_MEMCPY:
+	case TREC_MEMSET:
+		cat_stream(f, rec->u.copy.stream);
+		fprintf(f, " %" PRIu64, rec->u.copy.bytes);
+		if (rec->type == TREC_MEMCPY)
+			fprintf(f, " %s", trace_copy_kind_name(rec->u.copy.kind));
+		fprintf(f, " %" PRIu64, rec->u.copy.corr);
+		break;
+	case TREC_SYNC:
+		fprintf(f, " %s", trace_sync_kind_name(rec->u.sync.kind));
+		cat_stream(f, rec->u.sync.stream);
+		fprintf(f, " %" PRIu64, rec->u.sync.corr);
+		break;
+	case TREC_RANGE:
+		cat_sid(f, r, rec->u.range.name, resolve);
+		fprintf(f, " %" PRIu32, rec->u.range.depth);
+		break;
+	case TREC_API:
+		cat_sid(f, r, rec->u.api.name, resolve);
+		fprintf(f, " %" PRIu64, rec->u.api.corr);
+		break;
+	case TREC_CONTROL:
+		fprintf(f, " %s", trace_control_name(rec->u.control.kind));
+		if (rec->u.control.kind != TCTL_EMPTY_CACHE)
+			fprintf(f, " %" PRIu64, rec->u.control.bytes);
+		break;
+	case TREC_SEGMENT:
+		fprintf(f, " %s 0x%" PRIx64 " %" PRIu64, trace_segment_op_name(rec->u.segment.op),
+			rec->u.segment.addr, rec->u.segment.bytes);
+		cat_stream(f, rec->u.segment.stream);
+		break;
+	default:
+		break;
+	}
+	fputc('\n', f);
+}
+
+static void cat_header(FILE *f, const struct trace_header *h)
+{
+	const struct {
+		const char *key;
+		const char *val;
+	} fl[] = {
+		{"producer", h->producer}, {"producer_version", h->producer_version},
+		{"gpu", h->gpu}, {"compute_capability", h->compute_capability},
+		{"driver", h->driver}, {"cuda", h->cuda}, {"cupti", h->cupti},
+		{"cudnn", h->cudnn}, {"command", h->command},
+	};
+	fprintf(f, "%s %d\n", TRACE_MAGIC, TRACE_FORMAT_VERSION);
+	for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
+		if (fl[i].val)
+			fprintf(f, "H %s %s\n", fl[i].key, fl[i].val);
+	if (h->total_memory)
+		fprintf(f, "H total_memory %" PRIu64 "\n", h->total_memory);
+	for (size_t i = 0; i < h->nlabels; i++)
+		fprintf(f, "L %s=%s\n", h->labels[i].key, h->labels[i].value);
+}
+
+static int cmd_trace_cat(int argc, char **argv)
+{
+	const char *path = NULL;
+	int as_trace = 0;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			trace_usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--trace")) {
+			as_trace = 1;
+		} else if ((argv[i][0] == '-' && argv[i][1]) || path) {
+			fprintf(stderr, "gpumemsim trace cat: unexpected argument '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		} else {
+			path = argv[i];
+		}
+	}
+	if (!path) {
+		trace_usage(stderr);
+		return EXIT_USAGE;
+	}
+	struct trace_reader *r = open_or_report(path);
+	if (!r)
+		return 1;
+	FILE *f = stdout;
+	cat_header(f, trace_reader_header(r));
+	uint32_t emitted = 0;
+	struct trace_rec rec;
+	int rc;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
+		/* Strings appear before first use, as the reader met them. */
+		for (uint32_t n = trace_reader_nstrings(r); as_trace && emitted < n; emitted++)
+			fprintf(f, "S %" PRIu32 " %s\n", emitted, trace_reader_string(r, emitted));
+		cat_rec(f, r, &rec, !as_trace);
+	}
+	const struct trace_trailer *t = trace_reader_trailer(r);
+	if (rc == TRACE_EOF && t->present)
+		fprintf(f, "end %" PRIu64 " %" PRIu64 "\n", t->records, t->dropped);
+	int ret = 0;
+	if (rc < 0) {
+		fprintf(stderr, "%s\n", trace_reader_error(r));
+		ret = 1;
+	}
+	if (fflush(f) != 0 || ferror(f)) {
+		fprintf(stderr, "gpumemsim trace cat: writing the output failed\n");
+		ret = 1;
+	}
+	trace_reader_close(r);
+	return ret;
+}
+
+/* ------------------------------------------------------------ stats */
+
+struct tstats {
+	uint64_t count[TREC_COUNT];
+	uint64_t records, links, alloc_bytes;
+	uint64_t live_bytes, peak_live_bytes, peak_at;
+	uint64_t unmatched_frees;
+	uint64_t first, last_end;
+	int any;
+};
+
+static int stats_rec(struct tstats *s, struct u64map *live, const struct trace_rec *rec)
+{
+	uint64_t old;
+	s->count[rec->type]++;
+	s->records++;
+	if (!s->any) {
+		s->first = rec->start;
+		s->any = 1;
+	}
+	if (rec->end > s->last_end)
+		s->last_end = rec->end;
+	if (rec->start > s->last_end)
+		s->last_end = rec->start;
+	switch (rec->type) {
+	case TREC_ALLOC:
+		s->alloc_bytes += rec->u.mem.bytes;
+		if (rec->u.mem.addr == U64MAP_EMPTY)
+			break;
+		if (u64map_get(live, rec->u.mem.addr, &old))
+			s->live_bytes -= old; /* reallocated without a free: replace */
+		if (u64map_put(live, rec->u.mem.addr, rec->u.mem.bytes) < 0)
+			return -1;
+		s->live_bytes += rec->u.mem.bytes;
+		if (s->live_bytes > s->peak_live_bytes) {
+			s->peak_live_bytes = s->live_bytes;
+			s->peak_at = rec->start;
+		}
+		break;
+	case TREC_FREE:
+		if (rec->u.mem.addr != U64MAP_EMPTY && u64map_del(live, rec->u.mem.addr, &old))
+			s->live_bytes -= old;
+		else
+			s->unmatched_frees++;
+		break;
+	case TREC_KERNEL:
+		s->links += rec->u.kernel.nlinks;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void json_kv_str_or_null(struct json *j, const char *key, const char *v)
+{
+	json_key(j, key);
+	if (v)
+		json_string(j, v);
+	else
+		json_null(j);
+}
+
+static void stats_json(FILE *f, const struct trace_reader *r, const struct tstats *s,
+		       int complete)
+{
+	const struct trace_header *h = trace_reader_header(r);
+	char crc[16];
+	struct json j;
+	json_init(&j, f);
+	json_begin_object(&j);
+	json_kv_string(&j, "file", trace_reader_path(r));
+	json_kv_u64(&j, "format_version", (uint64_t)h->version);
+	json_kv_bool(&j, "complete", complete);
+	json_kv_u64(&j, "records", s->records);
+	json_kv_u64(&j, "allocs", s->count[TREC_ALLOC]);
+	json_kv_u64(&j, "frees", s->count[TREC_FREE]);
+	json_kv_u64(&j, "kernels", s->count[TREC_KERNEL]);
+	json_kv_u64(&j, "memcpys", s->count[TREC_MEMCPY]);
+	json_kv_u64(&j, "memsets", s->count[TREC_MEMSET]);
+	json_kv_u64(&j, "syncs", s->count[TREC_SYNC]);
+	json_kv_u64(&j, "markers", s->count[TREC_RANGE]);
+	json_kv_u64(&j, "api_calls", s->count[TREC_API]);
+	json_kv_u64(&j, "controls", s->count[TREC_CONTROL]);
+	json_kv_u64(&j, "segments", s->count[TREC_SEGMENT]);
+	json_kv_u64(&j, "kernel_buffer_links", s->links);
+	json_kv_u64(&j, "alloc_bytes", s->alloc_bytes);
+	json_kv_u64(&j, "peak_live_bytes", s->peak_live_bytes);
+	json_kv_u64(&j, "peak_live_at_ns", s->peak_at);
+	json_kv_u64(&j, "live_bytes_at_end", s->live_bytes);
+	json_kv_u64(&j, "unmatched_frees", s->unmatched_frees);
+	json_kv_u64(&j, "start_ns", s->first);
+	json_kv_u64(&j, "duration_ns", s->any ? s->last_end - s->first : 0);
+	json_kv_u64(&j, "strings", trace_reader_nstrings(r));
+	json_kv_u64(&j, "dropped", trace_reader_trailer(r)->dropped);
+	snprintf(crc, sizeof crc, "%08" PRIx32, trace_reader_crc32(r));
+	json_kv_string(&j, "crc32", crc);
+	json_kv_u64(&j, "text_bytes", trace_reader_bytes(r));
+	json_key(&j, "header");
+	json_begin_object(&j);
+	json_kv_str_or_null(&j, "producer", h->producer);
+	json_kv_str_or_null(&j, "producer_version", h->producer_version);
+	json_kv_str_or_null(&j, "gpu", h->gpu);
+	json_kv_str_or_null(&j, "compute_capability", h->compute_capability);
+	json_kv_u64(&j, "total_memory", h->total_memory);
+	json_kv_str_or_null(&j, "driver", h->driver);
+	json_kv_str_or_null(&j, "cuda", h->cuda);
+	json_kv_str_or_null(&j, "cupti", h->cupti);
+	json_kv_str_or_null(&j, "cudnn", h->cudnn);
+	json_kv_str_or_null(&j, "command", h->command);
+	json_end_object(&j);
+	json_key(&j, "labels");
+	json_begin_object(&j);
+	for (size_t i = 0; i < h->nlabels; i++)
+		json_kv_string(&j, h->labels[i].key, h->labels[i].value);
+	json_end_object(&j);
+	json_end_object(&j); /* the outermost object ends its line */
+}
+
+static void stats_text(FILE *f, const struct trace_reader *r, const struct tstats *s,
+		       int complete)
+{
+	const struct trace_header *h = trace_reader_header(r);
+	char b1[32], b2[32];
+	fprintf(f, "%s: gpumemsim trace v%d, %s\n", trace_reader_path(r), h->version,
+		complete ? "complete" : "INCOMPLETE (cut short)");
+	if (h->producer)
+		fprintf(f, "  producer        %s %s\n", h->producer,
+			h->producer_version ? h->producer_version : "");
+	if (h->gpu)
+		fprintf(f, "  gpu             %s\n", h->gpu);
+	if (h->total_memory)
+		fprintf(f, "  total memory    %s\n", cli_fmt_bytes(h->total_memory, b1, sizeof b1));
+	for (size_t i = 0; i < h->nlabels; i++)
+		fprintf(f, "  label           %s=%s\n", h->labels[i].key, h->labels[i].value);
+	fprintf(f, "  records         %" PRIu64 "\n", s->records);
+	for (int t = 0; t < TREC_COUNT; t++)
+		if (s->count[t])
+			fprintf(f, "    %-13s %" PRIu64 "\n", trace_rec_name((enum trace_rec_type)t),
+				s->count[t]);
+	fprintf(f, "  kernel links    %" PRIu64 "\n", s->links);
+	fprintf(f, "  allocated       %s in total\n", cli_fmt_bytes(s->alloc_bytes, b1, sizeof b1));
+	fprintf(f, "  peak live       %s at %.6f s\n",
+		cli_fmt_bytes(s->peak_live_bytes, b1, sizeof b1), (double)s->peak_at / 1e9);
+	fprintf(f, "  live at end     %s\n", cli_fmt_bytes(s->live_bytes, b2, sizeof b2));
+	if (s->unmatched_frees)
+		fprintf(f, "  unmatched frees %" PRIu64 "\n", s->unmatched_frees);
+	fprintf(f, "  duration        %.6f s\n",
+		s->any ? (double)(s->last_end - s->first) / 1e9 : 0.0);
+	if (trace_reader_trailer(r)->dropped)
+		fprintf(f, "  dropped         %" PRIu64 " (producer lost records)\n",
+			trace_reader_trailer(r)->dropped);
+}
+
+static int cmd_trace_stats(int argc, char **argv)
+{
+	const char *path = NULL;
+	int as_json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			trace_usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--json")) {
+			as_json = 1;
+		} else if ((argv[i][0] == '-' && argv[i][1]) || path) {
+			fprintf(stderr, "gpumemsim trace stats: unexpected argument '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		} else {
+			path = argv[i];
+		}
+	}
+	if (!path) {
+		trace_usage(stderr);
+		return EXIT_USAGE;
+	}
+	struct trace_reader *r = open_or_report(path);
+	if (!r)
+		return 1;
+	struct tstats s;
+	memset(&s, 0, sizeof s);
+	struct u64map live;
+	u64map_init(&live);
+	struct trace_rec rec;
+	int rc, ret = 0;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
+		if (stats_rec(&s, &live, &rec) < 0) {
+			fprintf(stderr, "%s: out of memory\n", path);
+			ret = 1;
+			goto out;
+		}
+	}
+	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
+		fprintf(stderr, "%s\n", trace_reader_error(r));
+		ret = 1;
+		goto out;
+	}
+	int complete = rc == TRACE_EOF && trace_reader_trailer(r)->present;
+	if (rc == TRACE_ERR_TRUNCATED)
+		fprintf(stderr, "warning: %s; statistics cover the records before it\n",
+			trace_reader_error(r));
+	else if (!complete)
+		fprintf(stderr, "warning: %s: no 'end' trailer: the trace was cut short\n", path);
+	if (as_json)
+		stats_json(stdout, r, &s, complete);
+	else
+		stats_text(stdout, r, &s, complete);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "gpumemsim trace stats: writing the output failed\n");
+		ret = 1;
+	}
+out:
+	u64map_free(&live);
+	trace_reader_close(r);
+	return ret;
+}
+
+/* `gpumemsim trace SUBCOMMAND ...`: argv[0] is "trace". */
 int cmd_trace(int argc, char **argv)
 {
-	(void)argc; (void)argv;
-	fprintf(stderr, "gpumemsim trace: not built yet\n");
-	return 1;
+	if (argc < 2) {
+		trace_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (cli_is_help(argv[1])) {
+		trace_usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "validate"))
+		return cmd_trace_validate(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "cat"))
+		return cmd_trace_cat(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stats"))
+		return cmd_trace_stats(argc - 1, argv + 1);
+	fprintf(stderr, "gpumemsim trace: unknown subcommand '%s' (validate, cat, stats)\n",
+		argv[1]);
+	return EXIT_USAGE;
 }

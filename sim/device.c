@@ -12,7 +12,9 @@
  * device_malloc of BYTES takes the oldest pending recorded segment of the
  * same size. When none matches (the replay diverged from the real
  * allocator) it falls back to a synthetic address in a disjoint range and
- * counts a miss.
+ * counts a miss. Expandable segments: a virtual range reserved with
+ * device_reserve_va starts at the oldest recorded 'g map' that lies outside
+ * every range reserved so far (a segment's first map is at its base).
  */
 #include "device.h"
 
@@ -30,6 +32,11 @@ struct addr_heap { uint64_t *a; size_t n, cap; };  /* min-heap of free bases */
 
 struct recorded { uint64_t addr, bytes; };
 
+/* Recorded mode, expandable segments: virtual ranges reserved so far, and
+ * the recorded maps that fall outside all of them (candidate range bases),
+ * oldest first. Added for the pytorch policy's exact replay. */
+struct va_range { uint64_t base, size; };
+
 struct sim_device {
 	uint64_t capacity, reserved, peak_reserved;
 	enum device_addr_mode mode;
@@ -40,6 +47,10 @@ struct sim_device {
 	size_t nheaps, capheaps;
 	struct recorded *rec;         /* FIFO of pending recorded segment allocs */
 	size_t rec_head, rec_tail, rec_cap;
+	struct va_range *va;
+	size_t nva, capva;
+	uint64_t *vabase;             /* FIFO of candidate recorded VA bases */
+	size_t vb_head, vb_tail, vb_cap;
 	struct device_counters c;
 	device_log_fn log;
 	void *log_ctx;
@@ -67,6 +78,8 @@ void device_destroy(struct sim_device *d)
 		free(d->heaps[i].a);
 	free(d->heaps);
 	free(d->rec);
+	free(d->va);
+	free(d->vabase);
 	u64map_free(&d->live);
 	u64map_free(&d->free_by_size);
 	free(d);
@@ -172,8 +185,45 @@ static void synth_return(struct sim_device *d, uint64_t addr, uint64_t bytes)
 
 /* ------------------------------------------------- recorded addresses */
 
+static int va_inside(const struct sim_device *d, uint64_t addr)
+{
+	for (size_t i = 0; i < d->nva; i++)
+		if (addr - d->va[i].base < d->va[i].size)
+			return 1;
+	return 0;
+}
+
+/* A recorded map outside every reserved range starts a new virtual range
+ * (an expandable segment's first map is at its base). */
+static void note_recorded_map(struct sim_device *d, uint64_t addr)
+{
+	if (va_inside(d, addr))
+		return;
+	if (d->vb_tail == d->vb_cap) {
+		if (d->vb_head) {
+			memmove(d->vabase, d->vabase + d->vb_head,
+				(d->vb_tail - d->vb_head) * sizeof *d->vabase);
+			d->vb_tail -= d->vb_head;
+			d->vb_head = 0;
+		}
+		if (d->vb_tail == d->vb_cap) {
+			size_t ncap = d->vb_cap ? d->vb_cap * 2 : 16;
+			uint64_t *nv = realloc(d->vabase, ncap * sizeof *nv);
+			if (!nv)
+				return;
+			d->vabase = nv;
+			d->vb_cap = ncap;
+		}
+	}
+	d->vabase[d->vb_tail++] = addr;
+}
+
 void device_note_recorded(struct sim_device *d, uint32_t op, uint64_t addr, uint64_t bytes)
 {
+	if (d->mode == DEVICE_ADDR_RECORDED && op == TSEG_MAP) {
+		note_recorded_map(d, addr);
+		return;
+	}
 	if (d->mode != DEVICE_ADDR_RECORDED || op != TSEG_ALLOC)
 		return;
 	if (d->rec_tail == d->rec_cap) {
@@ -268,7 +318,34 @@ void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes)
 
 uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes)
 {
-	uint64_t a = d->cursor;
+	uint64_t a = 0;
+	int found = 0;
+	if (d->mode == DEVICE_ADDR_RECORDED) {
+		/* the oldest recorded map outside every range reserved so far */
+		while (d->vb_head < d->vb_tail && !found) {
+			a = d->vabase[d->vb_head++];
+			found = !va_inside(d, a);
+		}
+		if (found) {
+			d->c.recorded_used++;
+			if (d->nva == d->capva) {
+				size_t ncap = d->capva ? d->capva * 2 : 8;
+				struct va_range *nv = realloc(d->va, ncap * sizeof *nv);
+				if (nv) {
+					d->va = nv;
+					d->capva = ncap;
+				}
+			}
+			if (d->nva < d->capva) {
+				d->va[d->nva].base = a;
+				d->va[d->nva].size = bytes;
+				d->nva++;
+			}
+			return a;
+		}
+		d->c.recorded_missed++;
+	}
+	a = d->cursor;
 	d->cursor += footprint(bytes);
 	return a;
 }

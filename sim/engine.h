@@ -40,7 +40,14 @@ struct sim_timeline_point {
 
 /* Notable events kept with a run (bounded: the first SIM_MAX_EVENTS). */
 #define SIM_MAX_EVENTS 256
-enum sim_event_kind { SIM_EV_PEAK_RESERVED = 0, SIM_EV_OOM, SIM_EV_EMPTY_CACHE };
+enum sim_event_kind {
+	SIM_EV_PEAK_RESERVED = 0, /* where the run's peak reserved was reached */
+	SIM_EV_OOM,               /* a simulated OOM (a request the policy could not serve) */
+	SIM_EV_EMPTY_CACHE,       /* the trace's empty_cache */
+	SIM_EV_TRACE_OOM,         /* an OOM the real run hit ('x oom' record) */
+};
+/* Short names for the kinds ("peak_reserved", "oom", ...), for stores and JSON. */
+const char *sim_event_kind_name(enum sim_event_kind k);
 struct sim_event {
 	enum sim_event_kind kind;
 	uint64_t t;

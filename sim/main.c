@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	{"trace", cmd_trace, "validate, print or summarise a trace (validate|cat|stats)"},
 	{"policies", cmd_policies, "list allocator policies and their knobs"},
 	{"import", cmd_import, "convert another tool's memory record into a trace"},
+	{"capture", cmd_capture, "run a CUDA program under CUPTI and write its trace"},
 	{"validate", cmd_validate, "compare replays with recorded runs of real allocators"},
 	{NULL, NULL, NULL},
 };

@@ -270,5 +270,9 @@ char trace_rec_tag(enum trace_rec_type t);
 const char *trace_rec_name(enum trace_rec_type t);
 const char *trace_control_name(uint32_t kind);
 const char *trace_segment_op_name(uint32_t op);
+/* Spellings of memcpy and sync kinds ('c' and 'y' records); "unknown"
+ * for values out of range. Added for the reader, writer and trace cat. */
+const char *trace_copy_kind_name(uint32_t kind);
+const char *trace_sync_kind_name(uint32_t kind);
 
 #endif /* TRACES_TRACE_H */

@@ -1,0 +1,41 @@
+# capture.mk: the CUPTI capture library and its GPU test (included by the
+# Makefile). Only these targets need the CUDA toolkit; `make` and
+# `make test` build capture/convert.c (plain C) into the simulator library
+# so the CPU tests can exercise it without CUDA.
+#   make capture    build/libgpumemsim_capture.so (+ the gpumemsim launcher)
+#   make gpu-test   build and run the GPU probe under capture, check the
+#                   trace exactly (prints SKIP and succeeds without a GPU)
+
+NVCC          ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+CAPTURE_LIB   := $(BUILD)/libgpumemsim_capture.so
+CAPTURE_SRCS  := capture/inject.c capture/convert.c traces/trace_writer.c \
+		 traces/trace_names.c sim/u64map.c
+CAPTURE_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC \
+		 -fvisibility=hidden -I$(CUDA_HOME)/include
+# libcuda from the stubs when the build machine has no driver: the soname
+# (libcuda.so.1) binds to the real driver at run time.
+CAPTURE_LIBS   = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs \
+		 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcupti -lcuda -lz -ldl -lpthread
+PROBE_BIN     := $(BUILD)/gpu_probe
+PROBE_CHECK   := $(BUILD)/gpu_probe_check
+
+# The converter is plain C: part of the simulator library, so tests link it.
+$(LIBSIM): $(BUILD)/capture/convert.o
+
+$(CAPTURE_LIB): $(CAPTURE_SRCS) capture/convert.h capture/capture.mk traces/trace.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CAPTURE_CFLAGS) -shared -o $@ $(CAPTURE_SRCS) $(CAPTURE_LIBS) \
+	  -Wl,--version-script=capture/exports.map
+
+capture: $(BIN) $(CAPTURE_LIB)
+
+$(PROBE_BIN): capture/tests/gpu_probe.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 $(CUDA_ARCH) -I$(CUDA_HOME)/include -o $@ $< -ldl
+
+$(PROBE_CHECK): capture/tests/gpu_probe_check.c $(LIBSIM)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBSIM) $(LDLIBS)
+
+gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK)
+	sh capture/tests/gpu_test.sh $(BUILD)

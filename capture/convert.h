@@ -1,0 +1,80 @@
+/*
+ * convert.h: from capture records to trace records, with no CUDA.
+ *
+ * The CUPTI library (inject.c) turns each activity record into a neutral
+ * struct cap_rec and pushes it here; kernel-to-buffer links seen in launch
+ * callbacks arrive separately, keyed by the launch's correlation id. This
+ * module owns what must be right whatever CUDA does:
+ *  - records arrive out of order and in bursts: a reorder buffer (a min-heap
+ *    on start time, then arrival order) releases them in time order up to a
+ *    watermark the caller chooses;
+ *  - allocation ids are the ordinals of emitted 'a' records, so they are
+ *    assigned here, at emission, never at arrival;
+ *  - links name allocations by the correlation id of their allocating call
+ *    (and their address as a fallback); they are resolved to ids when the
+ *    kernel record is emitted, which is after its allocations were emitted.
+ * It writes through a small sink so tests need no file and no trace writer.
+ */
+#ifndef CAPTURE_CONVERT_H
+#define CAPTURE_CONVERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../traces/trace.h"
+
+/* One captured record. rec's string fields (kernel name, range name, API
+ * name, allocation source) are ignored: NAME carries the text instead and is
+ * interned at emission. Kernel links are ignored too (see cap_conv_link). */
+struct cap_rec {
+	struct trace_rec rec;
+	const char *name;   /* copied by cap_conv_push; NULL = no string */
+};
+
+/* A buffer a kernel launch passed: the allocation that held it. */
+struct cap_link {
+	uint64_t alloc_corr;  /* correlation id of the allocating call, 0 if unknown */
+	uint64_t addr;        /* base address of that allocation */
+};
+
+/* Where emitted records go (trace_writer in the library, arrays in tests). */
+struct cap_sink {
+	void *ctx;
+	uint32_t (*intern)(void *ctx, const char *s);
+	int (*record)(void *ctx, const struct trace_rec *rec);
+};
+
+/* Counters, for the trailer and the end-of-run line on stderr. */
+struct cap_stats {
+	uint64_t pushed, emitted, allocs;
+	uint64_t late;        /* arrived after the watermark passed them: start clamped */
+	uint64_t links, links_unresolved;
+	uint64_t pending;     /* in the reorder buffer now */
+};
+
+struct cap_conv;
+
+/* A converter writing to SINK (copied). NULL when out of memory. */
+struct cap_conv *cap_conv_new(const struct cap_sink *sink);
+
+/* Queue one record. Returns 0 or -1 when out of memory (the record is lost
+ * and should be counted as dropped by the caller). */
+int cap_conv_push(struct cap_conv *c, const struct cap_rec *r);
+
+/* Remember the buffers the launch with correlation id KERNEL_CORR passed;
+ * applied to the kernel record with that correlation id. Returns 0 or -1. */
+int cap_conv_link(struct cap_conv *c, uint64_t kernel_corr,
+		  const struct cap_link *links, size_t n);
+
+/* Emit, in time order, every queued record that starts before WATERMARK.
+ * Returns 0 or the sink's negative error. */
+int cap_conv_emit_until(struct cap_conv *c, uint64_t watermark);
+
+/* Emit everything queued (end of capture). */
+int cap_conv_emit_all(struct cap_conv *c);
+
+void cap_conv_stats(const struct cap_conv *c, struct cap_stats *out);
+
+void cap_conv_free(struct cap_conv *c);
+
+#endif /* CAPTURE_CONVERT_H */

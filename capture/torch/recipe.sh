@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# recipe.sh: capture a torchvision model's training for gpumemsim, and record
+# the caching allocator's own behaviour on the same steps as ground truth.
+#
+#   capture/torch/recipe.sh MODEL BATCH OUTDIR
+#
+# Writes into OUTDIR:
+#   torch-MODEL-bBATCH.trace.gz       CUPTI capture, PYTORCH_NO_CUDA_MEMORY_CACHING=1
+#   torch-MODEL-bBATCH.capture.json   step times of that run
+#   MODEL-bBATCH-CONF.trace.gz/.json  allocator trace + memory_stats (caching on),
+#                                     the layout of shared/data/torch-allocator-truth
+# Environment: STEPS (5), WARMUP (2), IMG (224), PYTHON (python3),
+#   GPUMEMSIM (build/gpumemsim), PYTORCH_CUDA_ALLOC_CONF and FRACTION (1.0)
+#   for the truth run only, SKIP_CAPTURE=1 / SKIP_TRUTH=1 to run one half.
+set -euo pipefail
+
+if [ $# -ne 3 ]; then
+	echo "usage: $0 MODEL BATCH OUTDIR  (e.g. resnet18 64 out/)" >&2
+	exit 2
+fi
+model=$1 batch=$2 outdir=$3
+case $batch in ''|*[!0-9]*) echo "recipe: BATCH '$batch' is not a number" >&2; exit 2;; esac
+case $model in ''|*[!A-Za-z0-9_]*) echo "recipe: MODEL '$model' is not a torchvision name" >&2; exit 2;; esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=${GPUMEMSIM:-$root/build/gpumemsim}
+py=${PYTHON:-python3}
+steps=${STEPS:-5} warmup=${WARMUP:-2} img=${IMG:-224} fraction=${FRACTION:-1.0}
+mkdir -p "$outdir"
+outdir=$(cd "$outdir" && pwd)
+common=(--model "$model" --batch "$batch" --img "$img" --steps "$steps" --warmup "$warmup")
+capjson=$outdir/torch-$model-b$batch.capture.json
+
+if [ "${SKIP_CAPTURE:-0}" != 1 ]; then
+	if [ ! -x "$bin" ]; then
+		echo "recipe: $bin not built (make; make capture)" >&2
+		exit 1
+	fi
+	echo "recipe: capture $model batch $batch -> $outdir/torch-$model-b$batch.trace.gz" >&2
+	# The allocator conf is for the truth run; the capture sees raw tensors.
+	env -u PYTORCH_CUDA_ALLOC_CONF PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+		"$bin" capture --label workload=torch --label model="$model" \
+		--label batch="$batch" -o "$outdir/torch-$model-b$batch.trace.gz" -- \
+		"$py" "$here/train_torch.py" --mode capture "${common[@]}" --json "$capjson"
+fi
+
+if [ "${SKIP_TRUTH:-0}" != 1 ]; then
+	echo "recipe: truth (caching allocator${PYTORCH_CUDA_ALLOC_CONF:+, $PYTORCH_CUDA_ALLOC_CONF}) -> $outdir" >&2
+	env -u PYTORCH_NO_CUDA_MEMORY_CACHING "$py" "$here/train_torch.py" --mode truth \
+		"${common[@]}" --fraction "$fraction" --outdir "$outdir" --capture-json "$capjson"
+fi

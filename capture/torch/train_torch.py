@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""train_torch.py: the PyTorch half of the capture recipe (see README.md).
+
+Trains a torchvision model (SGD, momentum 0.9, random 224x224 images) for a
+few steps in one of two modes:
+
+  capture  run under `gpumemsim capture` with PYTORCH_NO_CUDA_MEMORY_CACHING=1,
+           so every tensor is its own cudaMalloc/cudaFree (the framework's
+           logical request stream); NVTX ranges mark each step, phase
+           (forward, backward, optimizer) and, in forward, each leaf module.
+           Writes the step times to --json.
+  truth    the same steps with the caching allocator on, recording
+           torch.cuda.memory._record_memory_history; writes the allocator's
+           own trace (device_traces[0], one "action addr size stream time_us"
+           per line, gzip) and a json of memory_stats() in the layout of
+           shared/data/torch-allocator-truth, which `gpumemsim import
+           torch-snapshot` and `gpumemsim validate torch-truth` read.
+
+Step times are wall time around each step with torch.cuda.synchronize().
+"""
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+import torch
+import torchvision
+
+STAT_PREFIXES = ("active_bytes.all.", "allocated_bytes.all.",
+                 "inactive_split_bytes.all.", "requested_bytes.all.",
+                 "reserved_bytes.all.", "segment.all.")
+STAT_KEYS = ("num_alloc_retries", "num_device_alloc", "num_device_free",
+             "num_ooms", "num_sync_all_streams")
+
+
+def conf_name(conf, fraction):
+    """Run name suffix as in torch-allocator-truth: default, max_split_size_mb_64, ...-frac0.05."""
+    name = "default" if not conf else conf.replace(":", "_").replace(",", "-")
+    if fraction < 1.0:
+        name += "-frac%g" % fraction
+    return name
+
+
+def nvtx_push(msg, on):
+    if on:
+        torch.cuda.nvtx.range_push(msg)
+
+
+def nvtx_pop(on):
+    if on:
+        torch.cuda.nvtx.range_pop()
+
+
+def add_layer_ranges(model):
+    """NVTX range "NAME.fwd" around each leaf module's forward.
+
+    Only forward: full backward hooks clash with torchvision's in-place ReLUs.
+    """
+    for name, mod in model.named_modules():
+        if name == "" or any(True for _ in mod.children()):
+            continue
+        label = name + ".fwd"
+        mod.register_forward_pre_hook(lambda m, i, label=label: torch.cuda.nvtx.range_push(label))
+        mod.register_forward_hook(lambda m, i, o: torch.cuda.nvtx.range_pop())
+
+
+def train(args, nvtx):
+    """Build the model and run the steps; returns (step_s, oom)."""
+    torch.manual_seed(args.seed)
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    model = getattr(torchvision.models, args.model)(num_classes=args.classes).to(dev)
+    model.train()
+    if nvtx and args.layer_ranges:
+        add_layer_ranges(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    step_s = []
+    oom = False
+    try:
+        for step in range(args.steps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            nvtx_push("step %d" % step, nvtx)
+            x = torch.randn(args.batch, 3, args.img, args.img, device=dev)
+            y = torch.randint(0, args.classes, (args.batch,), device=dev)
+            nvtx_push("forward", nvtx)
+            out = model(x)
+            loss = loss_fn(out, y)
+            nvtx_pop(nvtx)
+            nvtx_push("backward", nvtx)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nvtx_pop(nvtx)
+            nvtx_push("optimizer", nvtx)
+            opt.step()
+            nvtx_pop(nvtx)
+            del x, y, out, loss
+            torch.cuda.synchronize()
+            nvtx_pop(nvtx)
+            step_s.append(time.perf_counter() - t0)
+            print("train_torch: %s step %d %.1f ms%s" % (
+                args.mode, step, step_s[-1] * 1e3,
+                " (warm-up)" if step < args.warmup else ""), flush=True)
+    except torch.cuda.OutOfMemoryError as e:
+        oom = True
+        print("train_torch: out of memory at step %d: %s" % (len(step_s), str(e).splitlines()[0]),
+              file=sys.stderr)
+    return step_s, oom
+
+
+def versions():
+    return {"torch": torch.__version__,
+            "cudnn": torch.backends.cudnn.version(),
+            "gpu": torch.cuda.get_device_name(0)}
+
+
+def write_json_atomic(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def mean_after_warmup(step_s, warmup):
+    rest = step_s[warmup:]
+    return sum(rest) / len(rest) if rest else None
+
+
+def run_capture(args):
+    if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") != "1":
+        print("train_torch: warning: PYTORCH_NO_CUDA_MEMORY_CACHING is not 1: "
+              "the capture will show segments, not tensors", file=sys.stderr)
+    # Initialise CUDA (cuInit loads the capture library) before the first
+    # NVTX call, so torch's NVTX client finds CUPTI ready when it injects.
+    torch.cuda.init()
+    nvtx_kind = getattr(getattr(torch._C, "_nvtx", None), "__doc__", None)
+    print("train_torch: torch %s, torch._C._nvtx: %s, NVTX_INJECTION64_PATH=%s" % (
+        torch.__version__, nvtx_kind, os.environ.get("NVTX_INJECTION64_PATH", "(unset)")),
+        flush=True)
+    step_s, oom = train(args, nvtx=True)
+    info = {"model": args.model, "batch": args.batch, "img": args.img,
+            "conf": "no_caching", "oom": oom, "warmup": args.warmup,
+            "step_s": step_s, "mean_step_s": mean_after_warmup(step_s, args.warmup),
+            "nvtx": nvtx_kind}
+    info.update(versions())
+    if args.json:
+        write_json_atomic(args.json, info)
+    return 1 if oom else 0
+
+
+def run_truth(args):
+    if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"):
+        print("train_torch: truth mode needs the caching allocator: unset "
+              "PYTORCH_NO_CUDA_MEMORY_CACHING", file=sys.stderr)
+        return 2
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    torch.cuda.init()
+    if args.fraction < 1.0:
+        torch.cuda.set_per_process_memory_fraction(args.fraction)
+    # Record from an empty allocator, before the model exists.
+    try:
+        torch.cuda.memory._record_memory_history(enabled="all", context=None,
+                                                 stacks="python", max_entries=2_000_000)
+    except TypeError:
+        torch.cuda.memory._record_memory_history(max_entries=2_000_000)
+    step_s, oom = train(args, nvtx=False)
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    traces = snap.get("device_traces", [[]])
+    entries = traces[0] if traces else []
+    stats = torch.cuda.memory_stats()
+    sub = {k: stats[k] for k in sorted(stats)
+           if k.startswith(STAT_PREFIXES) or k in STAT_KEYS}
+    free, total = torch.cuda.mem_get_info()
+    name = "%s-b%d-%s" % (args.model, args.batch, conf_name(conf, args.fraction))
+    base = os.path.join(args.outdir, name)
+    info = {"model": args.model, "batch": args.batch, "img": args.img,
+            "conf": conf or "default", "fraction": args.fraction,
+            "total_memory": torch.cuda.get_device_properties(0).total_memory,
+            "oom": oom, "step_s": step_s, "stats": sub,
+            "device_used": total - free}
+    info.update(versions())
+    info["warmup"] = args.warmup
+    info["mean_step_s"] = mean_after_warmup(step_s, args.warmup)
+    if args.capture_json and os.path.exists(args.capture_json):
+        with open(args.capture_json) as f:
+            cap = json.load(f)
+        info["nocache_step_s"] = cap.get("step_s")
+        info["nocache_mean_step_s"] = cap.get("mean_step_s")
+    tmp = base + ".trace.gz.tmp"
+    with gzip.open(tmp, "wt") as f:
+        for e in entries:
+            f.write("%s %d %d %d %d\n" % (e.get("action", "?"), int(e.get("addr", 0)),
+                                          int(e.get("size", 0)), int(e.get("stream", 0)),
+                                          int(e.get("time_us", 0))))
+    os.replace(tmp, base + ".trace.gz")
+    write_json_atomic(base + ".json", info)
+    print("train_torch: wrote %s.trace.gz (%d entries) and %s.json; peak reserved %d, "
+          "peak allocated %d" % (base, len(entries), base,
+                                 sub.get("reserved_bytes.all.peak", 0),
+                                 sub.get("allocated_bytes.all.peak", 0)), flush=True)
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mode", choices=("capture", "truth"), required=True)
+    p.add_argument("--model", default="resnet18")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--img", type=int, default=224)
+    p.add_argument("--classes", type=int, default=1000)
+    p.add_argument("--steps", type=int, default=5, help="steps in all (default 5)")
+    p.add_argument("--warmup", type=int, default=2,
+                   help="first steps left out of mean_step_s (default 2)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fraction", type=float, default=1.0,
+                   help="truth: set_per_process_memory_fraction")
+    p.add_argument("--no-layer-ranges", dest="layer_ranges", action="store_false",
+                   help="capture: no per-module NVTX ranges")
+    p.add_argument("--json", help="capture: where to write step times")
+    p.add_argument("--capture-json", help="truth: capture json to fold in")
+    p.add_argument("--outdir", default=".", help="truth: output folder")
+    args = p.parse_args()
+    if args.batch < 1 or args.steps < 1 or args.img < 32 or not 0 < args.fraction <= 1:
+        p.error("need --batch >= 1, --steps >= 1, --img >= 32, 0 < --fraction <= 1")
+    if not hasattr(torchvision.models, args.model):
+        p.error("unknown torchvision model %s" % args.model)
+    if not torch.cuda.is_available():
+        print("train_torch: no CUDA device", file=sys.stderr)
+        return 1
+    return run_capture(args) if args.mode == "capture" else run_truth(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

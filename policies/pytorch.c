@@ -1,0 +1,1182 @@
+/*
+ * pytorch.c: PyTorch's CUDA caching allocator (native backend), as
+ * c10/cuda/CUDACachingAllocator.cpp behaves in torch 2.x, rule for rule
+ * (see /work/shared/reference/allocators.md and docs/validation.md, which
+ * shows the replay reproducing 54 recorded runs).
+ *
+ * Algorithm.
+ *  - A request of n bytes is rounded (round_size: 512 B granules, or
+ *    roundup_power2_divisions steps) and served from the small pool
+ *    (<= 1 MiB) or the large pool. Each pool is an ordered set of free
+ *    blocks keyed (stream, size, address): best fit is the first block at or
+ *    after (stream, rounded, 0), so among equal sizes the lowest address
+ *    wins. Oversize rules (max_split_size_mb, max_non_split_rounding_mb)
+ *    may reject that block.
+ *  - On a miss: garbage collection (only with a memory fraction and
+ *    garbage_collection_threshold), then a new segment (2 MiB small, 20 MiB
+ *    below 10 MiB, else the request rounded up to 2 MiB); if that fails,
+ *    release cached oversize blocks of this stream, then every wholly free
+ *    segment (a "retry"), then OOM.
+ *  - A block is split when the remainder is worth keeping (small pool:
+ *    >= 512 B; large: remainder > 1 MiB and request < max_split_size;
+ *    expandable segments: >= 512 B). The allocation takes the low end.
+ *  - A freed block merges with free neighbours in its segment and goes back
+ *    to its pool under its original stream.
+ *  - expandable_segments: one virtual range per (stream, pool), mapped in
+ *    pages (2 MiB small, 20 MiB large) on demand; free blocks stay mapped
+ *    until empty_cache or the release before an OOM unmaps whole free pages.
+ *
+ * Invariants: every byte of a segment (or mapped range) belongs to exactly
+ * one block; blocks of a segment form an address-ordered doubly linked
+ * list; a free mapped block sits in its pool's `blocks` set, an unmapped one
+ * in `unmapped`, an allocated one in the `active` address map.
+ *
+ * Data structures: the ordered sets are treaps (priorities from a fixed
+ * xorshift sequence, so runs are reproducible) threaded through the blocks
+ * themselves; blocks come from a free list. Every pool operation is
+ * O(log n).
+ *
+ * Not modelled: cross-stream frees (record_stream events; the traces carry
+ * none yet), CUDA graph private pools, the free-memory callbacks.
+ */
+#include "policy.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/u64map.h"
+
+#define MIB (1024ull * 1024ull)
+#define PT_MIN_BLOCK 512ull
+#define PT_SMALL_SIZE MIB
+#define PT_SMALL_BUFFER (2 * MIB)
+#define PT_LARGE_BUFFER (20 * MIB)
+#define PT_MIN_LARGE_ALLOC (10 * MIB)
+#define PT_ROUND_LARGE (2 * MIB)
+#define PT_DIV_INTERVALS 16
+#define PT_UNLIMITED UINT64_MAX
+
+/* ------------------------------------------------------------ blocks */
+
+struct pt_eseg;
+
+struct pt_block {
+	uint64_t addr, size, requested;
+	uint64_t gc_base;             /* pool's search count when put back */
+	uint32_t stream;
+	uint8_t small;                /* which pool */
+	uint8_t allocated, mapped;
+	struct pt_eseg *eseg;         /* expandable segment, or NULL */
+	struct pt_block *prev, *next; /* neighbours inside the segment */
+	struct pt_block *l, *r;       /* treap links */
+	uint32_t prio;
+};
+
+/* One expandable segment: a virtual range mapped page by page. */
+struct pt_eseg {
+	uint64_t base, size, page;
+	uint32_t stream;
+	int small;
+	struct pt_eseg *next_seg;
+};
+
+/* Set orders: free blocks by (stream, size, addr); unmapped by (stream, addr). */
+enum pt_order { PT_BY_SIZE = 0, PT_BY_ADDR };
+
+struct pt_tree {
+	struct pt_block *root;
+	enum pt_order order;
+	size_t n;
+};
+
+struct pt_pool {
+	struct pt_tree blocks;
+	struct pt_tree unmapped;
+	uint64_t search_count;        /* get_free_blocks_call_count */
+	int small;
+};
+
+struct pt_stat { uint64_t cur, peak; };
+
+struct pytorch_state {
+	struct sim_device *dev;
+	uint64_t capacity;
+	/* knobs */
+	uint64_t max_split;
+	uint64_t max_non_split_rounding;
+	uint32_t divisions[PT_DIV_INTERVALS];
+	double gc_threshold;
+	int expandable;
+	int set_fraction;
+	double fraction;
+	uint64_t allowed;             /* fraction x capacity */
+	/* state */
+	struct pt_pool small, large;
+	struct u64map active;         /* addr -> block pointer */
+	uint64_t total_reserved;      /* total_allocated_memory in PyTorch */
+	struct pt_eseg *esegs;
+	struct pt_block *free_list;   /* recycled block structs */
+	struct pt_block **chunks;     /* slabs, for fini */
+	size_t nchunks, capchunks;
+	uint32_t rng;
+	/* stats */
+	struct pt_stat allocated, reserved, active_b, inactive_split, requested;
+	uint64_t num_device_alloc, num_device_free, num_alloc_retries, num_ooms;
+	uint64_t num_allocs, num_frees, num_gc_frees;
+	int oom_error;                /* host allocation failure: stop politely */
+};
+
+static void stat_add(struct pt_stat *s, uint64_t v)
+{
+	s->cur += v;
+	if (s->cur > s->peak)
+		s->peak = s->cur;
+}
+
+static void stat_sub(struct pt_stat *s, uint64_t v)
+{
+	s->cur -= v <= s->cur ? v : s->cur;
+}
+
+static int block_is_split(const struct pt_block *b)
+{
+	return b->prev || b->next;
+}
+
+#define BLOCKS_PER_CHUNK 4096
+
+static struct pt_block *block_new(struct pytorch_state *s)
+{
+	if (!s->free_list) {
+		if (s->nchunks == s->capchunks) {
+			size_t nc = s->capchunks ? s->capchunks * 2 : 16;
+			struct pt_block **na = realloc(s->chunks, nc * sizeof *na);
+			if (!na)
+				return NULL;
+			s->chunks = na;
+			s->capchunks = nc;
+		}
+		struct pt_block *c = calloc(BLOCKS_PER_CHUNK, sizeof *c);
+		if (!c)
+			return NULL;
+		s->chunks[s->nchunks++] = c;
+		for (size_t i = 0; i < BLOCKS_PER_CHUNK; i++) {
+			c[i].next = s->free_list;
+			s->free_list = &c[i];
+		}
+	}
+	struct pt_block *b = s->free_list;
+	s->free_list = b->next;
+	memset(b, 0, sizeof *b);
+	/* xorshift32: a fixed sequence, so the tree shape is reproducible */
+	uint32_t x = s->rng;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	s->rng = x;
+	b->prio = x;
+	return b;
+}
+
+static void block_delete(struct pytorch_state *s, struct pt_block *b)
+{
+	b->next = s->free_list;
+	s->free_list = b;
+}
+
+/* ------------------------------------------------------------- treap */
+
+/* <0, 0, >0 as block A sorts before, with, after the key (stream, v, addr). */
+static int key_cmp(enum pt_order o, const struct pt_block *a, uint32_t stream,
+		   uint64_t size, uint64_t addr)
+{
+	if (a->stream != stream)
+		return a->stream < stream ? -1 : 1;
+	if (o == PT_BY_SIZE && a->size != size)
+		return a->size < size ? -1 : 1;
+	if (a->addr != addr)
+		return a->addr < addr ? -1 : 1;
+	return 0;
+}
+
+static struct pt_block *rot_right(struct pt_block *t)
+{
+	struct pt_block *l = t->l;
+	t->l = l->r;
+	l->r = t;
+	return l;
+}
+
+static struct pt_block *rot_left(struct pt_block *t)
+{
+	struct pt_block *r = t->r;
+	t->r = r->l;
+	r->l = t;
+	return r;
+}
+
+static struct pt_block *treap_insert(enum pt_order o, struct pt_block *t, struct pt_block *b)
+{
+	if (!t)
+		return b;
+	if (key_cmp(o, b, t->stream, t->size, t->addr) < 0) {
+		t->l = treap_insert(o, t->l, b);
+		if (t->l->prio > t->prio)
+			t = rot_right(t);
+	} else {
+		t->r = treap_insert(o, t->r, b);
+		if (t->r->prio > t->prio)
+			t = rot_left(t);
+	}
+	return t;
+}
+
+static struct pt_block *treap_join(struct pt_block *a, struct pt_block *b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	if (a->prio > b->prio) {
+		a->r = treap_join(a->r, b);
+		return a;
+	}
+	b->l = treap_join(a, b->l);
+	return b;
+}
+
+static struct pt_block *treap_remove(enum pt_order o, struct pt_block *t,
+				     const struct pt_block *b, int *found)
+{
+	if (!t)
+		return NULL;
+	if (t == b) {
+		*found = 1;
+		return treap_join(t->l, t->r);
+	}
+	if (key_cmp(o, b, t->stream, t->size, t->addr) < 0)
+		t->l = treap_remove(o, t->l, b, found);
+	else
+		t->r = treap_remove(o, t->r, b, found);
+	return t;
+}
+
+static void tree_insert(struct pt_tree *tr, struct pt_block *b)
+{
+	b->l = b->r = NULL;
+	tr->root = treap_insert(tr->order, tr->root, b);
+	tr->n++;
+}
+
+static int tree_remove(struct pt_tree *tr, struct pt_block *b)
+{
+	int found = 0;
+	tr->root = treap_remove(tr->order, tr->root, b, &found);
+	if (found)
+		tr->n--;
+	b->l = b->r = NULL;
+	return found;
+}
+
+/* First block >= key (stream, size, addr), or NULL. */
+static struct pt_block *tree_lower_bound(const struct pt_tree *tr, uint32_t stream,
+					 uint64_t size, uint64_t addr)
+{
+	struct pt_block *t = tr->root, *best = NULL;
+	while (t) {
+		if (key_cmp(tr->order, t, stream, size, addr) >= 0) {
+			best = t;
+			t = t->l;
+		} else {
+			t = t->r;
+		}
+	}
+	return best;
+}
+
+/* The block after B in the set's order. */
+static struct pt_block *tree_next(const struct pt_tree *tr, const struct pt_block *b)
+{
+	struct pt_block *t = tr->root, *best = NULL;
+	while (t) {
+		if (key_cmp(tr->order, t, b->stream, b->size, b->addr) > 0) {
+			best = t;
+			t = t->l;
+		} else {
+			t = t->r;
+		}
+	}
+	return best;
+}
+
+/* The last block < key, or NULL. */
+static struct pt_block *tree_before(const struct pt_tree *tr, uint32_t stream,
+				    uint64_t size, uint64_t addr)
+{
+	struct pt_block *t = tr->root, *best = NULL;
+	while (t) {
+		if (key_cmp(tr->order, t, stream, size, addr) < 0) {
+			best = t;
+			t = t->r;
+		} else {
+			t = t->l;
+		}
+	}
+	return best;
+}
+
+/* The set's blocks in order, into a malloc'd array (for walks that free). */
+static void collect(struct pt_block *t, struct pt_block **out, size_t *n)
+{
+	while (t) {
+		collect(t->l, out, n);
+		out[(*n)++] = t;
+		t = t->r;
+	}
+}
+
+static struct pt_block **tree_snapshot(const struct pt_tree *tr, size_t *n)
+{
+	*n = 0;
+	struct pt_block **a = malloc((tr->n ? tr->n : 1) * sizeof *a);
+	if (a)
+		collect(tr->root, a, n);
+	return a;
+}
+
+/* --------------------------------------------------- pool membership */
+
+static struct pt_pool *pool_of(struct pytorch_state *s, const struct pt_block *b)
+{
+	return b->small ? &s->small : &s->large;
+}
+
+/* Put a free mapped block into its pool (BlockPool::insert_into_blocks: its
+ * garbage-collection age starts now). */
+static void pool_insert(struct pytorch_state *s, struct pt_block *b)
+{
+	struct pt_pool *p = pool_of(s, b);
+	b->gc_base = p->search_count;
+	tree_insert(&p->blocks, b);
+	if (!b->eseg && block_is_split(b))
+		stat_add(&s->inactive_split, b->size);
+}
+
+static void pool_remove(struct pytorch_state *s, struct pt_block *b)
+{
+	struct pt_pool *p = pool_of(s, b);
+	if (tree_remove(&p->blocks, b) && !b->eseg && block_is_split(b))
+		stat_sub(&s->inactive_split, b->size);
+}
+
+/* ------------------------------------------------------------ sizes */
+
+static int ilog2_u64(uint64_t v)
+{
+	return 63 - __builtin_clzll(v);
+}
+
+static uint64_t pt_divisions(const struct pytorch_state *s, uint64_t size)
+{
+	int log_size = ilog2_u64(size);
+	int idx = log_size > 20 ? log_size - 20 : 0;
+	if (idx > PT_DIV_INTERVALS - 1)
+		idx = PT_DIV_INTERVALS - 1;
+	return s->divisions[idx];
+}
+
+static uint64_t pt_round_size(const struct pytorch_state *s, uint64_t size)
+{
+	if (size < PT_MIN_BLOCK)
+		return PT_MIN_BLOCK;
+	uint64_t d = pt_divisions(s, size);
+	if (d > 1 && size > PT_MIN_BLOCK * d) {
+		if ((size & (size - 1)) == 0)
+			return size;
+		uint64_t floor2 = 1ull << ilog2_u64(size);
+		uint64_t step = floor2 >> ilog2_u64(d);
+		if (step == 0)
+			return floor2 << 1;
+		uint64_t low = size & ~(step - 1);
+		return low == size ? size : low + step;
+	}
+	return PT_MIN_BLOCK * ((size + PT_MIN_BLOCK - 1) / PT_MIN_BLOCK);
+}
+
+static uint64_t pt_allocation_size(uint64_t size)
+{
+	if (size <= PT_SMALL_SIZE)
+		return PT_SMALL_BUFFER;
+	if (size < PT_MIN_LARGE_ALLOC)
+		return PT_LARGE_BUFFER;
+	return PT_ROUND_LARGE * ((size + PT_ROUND_LARGE - 1) / PT_ROUND_LARGE);
+}
+
+/* --------------------------------------------------------- segments */
+
+/* cudaFree of a whole unsplit cached block (release_block). */
+static void release_block(struct pytorch_state *s, struct pt_block *b)
+{
+	pool_remove(s, b);
+	device_free(s->dev, b->addr, b->size);
+	s->total_reserved -= b->size;
+	stat_sub(&s->reserved, b->size);
+	s->num_device_free++;
+	block_delete(s, b);
+}
+
+/* cudaMalloc a new segment for the request (alloc_block). */
+static int alloc_segment(struct pytorch_state *s, uint64_t alloc_size, uint32_t stream,
+			 int small, struct pt_block **out)
+{
+	uint64_t addr;
+	if (device_malloc(s->dev, alloc_size, stream, &addr) != DEVICE_OK)
+		return -1;
+	struct pt_block *b = block_new(s);
+	if (!b) {
+		device_free(s->dev, addr, alloc_size);
+		s->oom_error = 1;
+		return -1;
+	}
+	b->addr = addr;
+	b->size = alloc_size;
+	b->stream = stream;
+	b->small = (uint8_t)small;
+	b->mapped = 1;
+	s->total_reserved += alloc_size;
+	stat_add(&s->reserved, alloc_size);
+	s->num_device_alloc++;
+	*out = b;
+	return 0;
+}
+
+/* ------------------------------------------------ expandable segments */
+
+/* Merge free neighbour SRC into DST when both are free and equally mapped
+ * (try_merge_blocks); returns the bytes absorbed. */
+static uint64_t try_merge(struct pytorch_state *s, struct pt_block *dst, struct pt_block *src)
+{
+	if (!src || src->allocated || dst->mapped != src->mapped)
+		return 0;
+	if (src->mapped)
+		pool_remove(s, src);
+	else
+		tree_remove(&pool_of(s, src)->unmapped, src);
+	if (dst->prev == src) {
+		dst->addr = src->addr;
+		dst->prev = src->prev;
+		if (dst->prev)
+			dst->prev->next = dst;
+	} else {
+		dst->next = src->next;
+		if (dst->next)
+			dst->next->prev = dst;
+	}
+	dst->size += src->size;
+	uint64_t sub = src->size;
+	block_delete(s, src);
+	return sub;
+}
+
+/* Map the pages covering the first BYTES of unmapped block B (map_block). */
+static int map_block(struct pytorch_state *s, struct pt_block *b, uint64_t bytes)
+{
+	struct pt_eseg *e = b->eseg;
+	struct pt_pool *p = pool_of(s, b);
+	uint64_t off = b->addr - e->base;
+	uint64_t first = off / e->page;
+	uint64_t last = (off + bytes + e->page - 1) / e->page;
+	uint64_t maddr = e->base + first * e->page;
+	uint64_t msize = (last - first) * e->page;
+	if (msize == 0 || device_map(s->dev, maddr, msize, b->stream) != DEVICE_OK)
+		return -1;
+	tree_remove(&p->unmapped, b);
+	b->mapped = 1;
+	if (msize < b->size) {
+		struct pt_block *rest = block_new(s);
+		if (!rest) {
+			s->oom_error = 1;
+			return -1;
+		}
+		rest->addr = b->addr + msize;
+		rest->size = b->size - msize;
+		rest->stream = b->stream;
+		rest->small = b->small;
+		rest->eseg = e;
+		rest->mapped = 0;
+		rest->prev = b;
+		rest->next = b->next;
+		if (b->next)
+			b->next->prev = rest;
+		b->next = rest;
+		tree_insert(&p->unmapped, rest);
+		b->size = msize;
+	}
+	try_merge(s, b, b->prev);
+	try_merge(s, b, b->next);
+	pool_insert(s, b);
+	s->total_reserved += msize;
+	stat_add(&s->reserved, msize);
+	s->num_device_alloc++;
+	return 0;
+}
+
+static int allocatable(const struct pt_block *b)
+{
+	return b && !b->allocated;
+}
+
+/* find_expandable_block: a free/unmapped run with room for SIZE, or a new
+ * virtual segment. */
+static struct pt_block *find_expandable(struct pytorch_state *s, struct pt_pool *p,
+					uint32_t stream, uint64_t size)
+{
+	for (struct pt_block *c = tree_lower_bound(&p->unmapped, stream, 0, 0);
+	     c && c->stream == stream; c = tree_next(&p->unmapped, c)) {
+		struct pt_block *start = allocatable(c->prev) ? c->prev : c;
+		uint64_t bytes = 0;
+		for (struct pt_block *b = start; bytes < size && allocatable(b); b = b->next)
+			bytes += b->size;
+		if (bytes >= size)
+			return start;
+	}
+	struct pt_eseg *e = calloc(1, sizeof *e);
+	struct pt_block *b = block_new(s);
+	if (!e || !b) {
+		free(e);
+		if (b)
+			block_delete(s, b);
+		s->oom_error = 1;
+		return NULL;
+	}
+	e->page = p->small ? PT_SMALL_BUFFER : PT_LARGE_BUFFER;
+	/* PyTorch reserves 1 1/8 of the device's memory per segment */
+	uint64_t want = s->capacity + s->capacity / 8;
+	if (!want)
+		want = 1ull << 40;
+	e->size = (want + e->page - 1) / e->page * e->page;
+	e->base = device_reserve_va(s->dev, e->size);
+	e->stream = stream;
+	e->small = p->small;
+	e->next_seg = s->esegs;
+	s->esegs = e;
+	b->addr = e->base;
+	b->size = e->size;
+	b->stream = stream;
+	b->small = (uint8_t)p->small;
+	b->eseg = e;
+	b->mapped = 0;
+	tree_insert(&p->unmapped, b);
+	return b;
+}
+
+/* try_allocate_expandable_block: map enough pages for SIZE, return the free
+ * mapped block (out of the pool) that covers it. */
+static struct pt_block *alloc_expandable(struct pytorch_state *s, struct pt_pool *p,
+					 uint32_t stream, uint64_t size)
+{
+	struct pt_block *c = find_expandable(s, p, stream, size);
+	if (!c)
+		return NULL;
+	if (!c->mapped) {
+		/* map_block merges C's free predecessor into C: C survives */
+		if (map_block(s, c, c->size < size ? c->size : size) < 0)
+			return NULL;
+	}
+	while (c->size < size) {
+		struct pt_block *n = c->next;
+		uint64_t rem = size - c->size;
+		if (map_block(s, n, rem < n->size ? rem : n->size) < 0)
+			return NULL;
+		c = n;  /* C (free, mapped) was merged into N */
+	}
+	pool_remove(s, c);
+	return c;
+}
+
+/* unmap_block: unmap the whole pages inside free block B. */
+static void unmap_block(struct pytorch_state *s, struct pt_block *b)
+{
+	struct pt_eseg *e = b->eseg;
+	struct pt_pool *p = pool_of(s, b);
+	uint64_t off = b->addr - e->base;
+	uint64_t first = (off + e->page - 1) / e->page;
+	uint64_t last = (off + b->size) / e->page;
+	if (first >= last)
+		return;
+	uint64_t uaddr = e->base + first * e->page, usize = (last - first) * e->page;
+	pool_remove(s, b);
+	uint64_t before = uaddr - b->addr;
+	if (before > 0) {
+		struct pt_block *f = block_new(s);
+		if (!f) {
+			s->oom_error = 1;
+			pool_insert(s, b);
+			return;
+		}
+		f->addr = b->addr;
+		f->size = before;
+		f->stream = b->stream;
+		f->small = b->small;
+		f->eseg = e;
+		f->mapped = 1;
+		f->prev = b->prev;
+		if (f->prev)
+			f->prev->next = f;
+		f->next = b;
+		b->prev = f;
+		pool_insert(s, f);
+	}
+	uint64_t after = b->size - before - usize;
+	if (after > 0) {
+		struct pt_block *f = block_new(s);
+		if (!f) {
+			s->oom_error = 1;
+			return;
+		}
+		f->addr = uaddr + usize;
+		f->size = after;
+		f->stream = b->stream;
+		f->small = b->small;
+		f->eseg = e;
+		f->mapped = 1;
+		f->next = b->next;
+		if (f->next)
+			f->next->prev = f;
+		f->prev = b;
+		b->next = f;
+		pool_insert(s, f);
+	}
+	b->addr = uaddr;
+	b->size = usize;
+	b->mapped = 0;
+	try_merge(s, b, b->prev);
+	try_merge(s, b, b->next);
+	tree_insert(&p->unmapped, b);
+	device_unmap(s->dev, uaddr, usize);
+	s->total_reserved -= usize;
+	stat_sub(&s->reserved, usize);
+	s->num_device_free++;
+}
+
+/* ---------------------------------------------------------- releases */
+
+/* release_blocks: free every unsplit cached segment of pool P, unmap every
+ * free expandable range; drop virtual segments left wholly unmapped. */
+static void release_pool(struct pytorch_state *s, struct pt_pool *p)
+{
+	size_t n;
+	struct pt_block **a = tree_snapshot(&p->blocks, &n);
+	if (!a) {
+		s->oom_error = 1;
+		return;
+	}
+	size_t nun = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct pt_block *b = a[i];
+		if (b->eseg)
+			a[nun++] = b;   /* unmap after the walk, as PyTorch does */
+		else if (!block_is_split(b))
+			release_block(s, b);
+	}
+	for (size_t i = 0; i < nun; i++) {
+		struct pt_block *b = a[i];
+		unmap_block(s, b);
+		if (!b->prev && !b->next && !b->mapped) {
+			/* the whole virtual range is unmapped: give it back */
+			struct pt_eseg **pe = &s->esegs;
+			while (*pe && *pe != b->eseg)
+				pe = &(*pe)->next_seg;
+			if (*pe)
+				*pe = (*pe)->next_seg;
+			tree_remove(&p->unmapped, b);
+			free(b->eseg);
+			block_delete(s, b);
+		}
+	}
+	free(a);
+}
+
+/* release_cached_blocks: both pools, large first (empty_cache). */
+static void release_cached(struct pytorch_state *s)
+{
+	release_pool(s, &s->large);
+	release_pool(s, &s->small);
+}
+
+/* release_available_cached_blocks: with max_split_size set, free cached
+ * oversize blocks of this stream: the smallest big enough, else the largest
+ * first until enough is freed. */
+static int release_available(struct pytorch_state *s, struct pt_pool *p, uint32_t stream,
+			     uint64_t size)
+{
+	if (s->max_split == PT_UNLIMITED)
+		return 0;
+	uint64_t key = size < s->max_split ? s->max_split : size;
+	struct pt_block *it = tree_lower_bound(&p->blocks, stream, key, 0);
+	if (!it || it->stream != stream || it->eseg) {
+		struct pt_block *cur = it ? tree_before(&p->blocks, it->stream, it->size, it->addr)
+					  : tree_before(&p->blocks, UINT32_MAX, UINT64_MAX, UINT64_MAX);
+		if (!cur)
+			return 0;
+		uint64_t released = 0;
+		while (cur && released < key && cur->size >= s->max_split &&
+		       cur->stream == stream) {
+			struct pt_block *prev = tree_before(&p->blocks, cur->stream,
+							    cur->size, cur->addr);
+			if (!cur->eseg) {
+				released += cur->size;
+				release_block(s, cur);
+			}
+			cur = prev;
+		}
+		return released >= key;
+	}
+	release_block(s, it);
+	return 1;
+}
+
+/* garbage_collect_cached_blocks: above threshold x allowed, free unsplit
+ * cached large blocks at least as old as the mean, until enough is back. */
+static void garbage_collect(struct pytorch_state *s)
+{
+	uint64_t thresh = (uint64_t)(s->gc_threshold * (double)s->allowed);
+	if (s->total_reserved <= thresh)
+		return;
+	uint64_t target = s->total_reserved - thresh, reclaimed = 0;
+	struct pt_pool *p = &s->large;
+	uint64_t total_age = 0;
+	int64_t count = 0;
+	size_t n;
+	struct pt_block **a = tree_snapshot(&p->blocks, &n);
+	if (!a) {
+		s->oom_error = 1;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!block_is_split(a[i])) {
+			total_age += p->search_count - a[i]->gc_base;
+			count++;
+		}
+	}
+	int freed = 1;
+	while (reclaimed < target && freed && count > 0) {
+		double age_threshold = (double)total_age / (double)count;
+		freed = 0;
+		size_t keep = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct pt_block *b = a[i];
+			uint64_t age = p->search_count - b->gc_base;
+			if (!block_is_split(b) && !b->eseg && (double)age >= age_threshold) {
+				freed = 1;
+				reclaimed += b->size;
+				total_age -= age;
+				count--;
+				s->num_gc_frees++;
+				release_block(s, b);
+			} else {
+				a[keep++] = b;
+			}
+		}
+		n = keep;
+	}
+	free(a);
+}
+
+/* --------------------------------------------------------- alloc/free */
+
+/* get_free_block: best fit in the pool, honouring the oversize rules. */
+static struct pt_block *get_free_block(struct pytorch_state *s, struct pt_pool *p,
+				       uint32_t stream, uint64_t size)
+{
+	if (s->set_fraction && s->gc_threshold > 0.0)
+		p->search_count++;
+	struct pt_block *it = tree_lower_bound(&p->blocks, stream, size, 0);
+	if (!it || it->stream != stream)
+		return NULL;
+	if (it->eseg) {
+		/* an expandable block counts as the size it can grow to */
+		for (;;) {
+			struct pt_block *nx = tree_next(&p->blocks, it);
+			if (!it->eseg || !nx || nx->stream != stream)
+				break;
+			uint64_t es_nx = nx->size + (nx->next && !nx->next->mapped ? nx->next->size : 0);
+			uint64_t es_it = it->size + (it->next && !it->next->mapped ? it->next->size : 0);
+			if (es_nx >= es_it)
+				break;
+			it = nx;
+		}
+	}
+	if (size < s->max_split && it->size >= s->max_split)
+		return NULL;
+	if (size >= s->max_split && it->size >= size + s->max_non_split_rounding)
+		return NULL;
+	pool_remove(s, it);
+	return it;
+}
+
+static int should_split(const struct pytorch_state *s, const struct pt_block *b, uint64_t size)
+{
+	uint64_t rem = b->size - size;
+	if (b->small || s->expandable)
+		return rem >= PT_MIN_BLOCK;
+	if (rem > PT_SMALL_SIZE)
+		return size < s->max_split;
+	return 0;
+}
+
+static int pt_alloc(void *st, const struct alloc_request *req, struct alloc_result *res)
+{
+	struct pytorch_state *s = st;
+	uint64_t size = pt_round_size(s, req->bytes);
+	int small = size <= PT_SMALL_SIZE;
+	struct pt_pool *p = small ? &s->small : &s->large;
+	uint64_t alloc_size = pt_allocation_size(size);
+	uint32_t stream = req->stream;
+	if (s->oom_error)
+		return POLICY_OOM;
+
+	struct pt_block *b = get_free_block(s, p, stream, size);
+	if (!b) {
+		if (s->set_fraction && s->gc_threshold > 0.0)
+			garbage_collect(s);
+		for (int attempt = 0; attempt < 3 && !b; attempt++) {
+			if (attempt == 1 && !release_available(s, p, stream, size))
+				continue;
+			if (attempt == 2) {
+				release_cached(s);
+				s->num_alloc_retries++;
+			}
+			if (s->set_fraction && s->total_reserved + alloc_size > s->allowed)
+				continue;
+			if (s->expandable)
+				b = alloc_expandable(s, p, stream, size);
+			else if (alloc_segment(s, alloc_size, stream, small, &b) < 0)
+				b = NULL;
+		}
+	}
+	if (!b) {
+		s->num_ooms++;
+		return POLICY_OOM;
+	}
+
+	if (should_split(s, b, size)) {
+		struct pt_block *rest = block_new(s);
+		if (!rest) {
+			s->oom_error = 1;
+			pool_insert(s, b);
+			return POLICY_OOM;
+		}
+		uint32_t prio = rest->prio;
+		*rest = *b;
+		rest->prio = prio;
+		rest->l = rest->r = NULL;
+		rest->addr = b->addr + size;
+		rest->size = b->size - size;
+		rest->prev = b;
+		if (rest->next)
+			rest->next->prev = rest;
+		b->next = rest;
+		b->size = size;
+		pool_insert(s, rest);
+	}
+	b->allocated = 1;
+	b->requested = req->bytes;
+	if (u64map_put(&s->active, b->addr, (uint64_t)(uintptr_t)b) < 0) {
+		s->oom_error = 1;
+		return POLICY_OOM;
+	}
+	stat_add(&s->allocated, b->size);
+	stat_add(&s->active_b, b->size);
+	stat_add(&s->requested, b->requested);
+	s->num_allocs++;
+	res->addr = b->addr;
+	res->block_bytes = b->size;
+	return POLICY_OK;
+}
+
+static void pt_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stream)
+{
+	struct pytorch_state *s = st;
+	uint64_t v;
+	(void)block_bytes;
+	(void)stream;
+	if (!u64map_del(&s->active, addr, &v))
+		return;  /* not ours: the engine reports unknown frees */
+	struct pt_block *b = (struct pt_block *)(uintptr_t)v;
+	stat_sub(&s->allocated, b->size);
+	stat_sub(&s->active_b, b->size);
+	stat_sub(&s->requested, b->requested);
+	b->allocated = 0;
+	try_merge(s, b, b->prev);
+	try_merge(s, b, b->next);
+	pool_insert(s, b);
+	s->num_frees++;
+}
+
+static void pt_control(void *st, enum policy_control ctl, uint64_t arg)
+{
+	struct pytorch_state *s = st;
+	(void)arg;
+	if (ctl == POLICY_CTL_EMPTY_CACHE)
+		release_cached(s);
+}
+
+/* Largest free block and all cached free bytes, for the engine's OOM report. */
+static void free_walk(const struct pt_block *t, uint64_t *largest, uint64_t *sum)
+{
+	while (t) {
+		free_walk(t->l, largest, sum);
+		if (t->size > *largest)
+			*largest = t->size;
+		*sum += t->size;
+		t = t->r;
+	}
+}
+
+static void pt_stats(void *st, policy_stat_fn emit, void *ctx)
+{
+	struct pytorch_state *s = st;
+	uint64_t largest = 0, cached = 0;
+	free_walk(s->small.blocks.root, &largest, &cached);
+	free_walk(s->large.blocks.root, &largest, &cached);
+	emit(ctx, "allocated_bytes.all.current", (int64_t)s->allocated.cur);
+	emit(ctx, "allocated_bytes.all.peak", (int64_t)s->allocated.peak);
+	emit(ctx, "reserved_bytes.all.current", (int64_t)s->reserved.cur);
+	emit(ctx, "reserved_bytes.all.peak", (int64_t)s->reserved.peak);
+	emit(ctx, "active_bytes.all.current", (int64_t)s->active_b.cur);
+	emit(ctx, "active_bytes.all.peak", (int64_t)s->active_b.peak);
+	emit(ctx, "inactive_split_bytes.all.current", (int64_t)s->inactive_split.cur);
+	emit(ctx, "inactive_split_bytes.all.peak", (int64_t)s->inactive_split.peak);
+	emit(ctx, "requested_bytes.all.current", (int64_t)s->requested.cur);
+	emit(ctx, "requested_bytes.all.peak", (int64_t)s->requested.peak);
+	emit(ctx, "num_device_alloc", (int64_t)s->num_device_alloc);
+	emit(ctx, "num_device_free", (int64_t)s->num_device_free);
+	emit(ctx, "num_alloc_retries", (int64_t)s->num_alloc_retries);
+	emit(ctx, "num_ooms", (int64_t)s->num_ooms);
+	emit(ctx, "largest_free_block", (int64_t)largest);
+	emit(ctx, "cached_free_bytes", (int64_t)cached);
+}
+
+/* ------------------------------------------------------------- knobs */
+
+static const struct policy_knob pytorch_knobs[] = {
+	{"max_split_size_mb", "<MiB>", "blocks this large are never split (default unlimited; > 20)"},
+	{"roundup_power2_divisions", "<n>|[<MiB>:<n>,...,>:<n>]",
+	 "round requests up to 1/n steps between powers of two (power of 2 or 0)"},
+	{"garbage_collection_threshold", "<0..1>",
+	 "with a fraction set, free old cached blocks above this share of it"},
+	{"expandable_segments", "True|False", "one growing mapped segment per stream and pool"},
+	{"max_non_split_rounding_mb", "<MiB>",
+	 "an oversize request may take a cached block up to this much larger (default 20)"},
+	{"fraction", "<0..1>", "set_per_process_memory_fraction: share of the device allowed"},
+	{"backend", "native", "only native here (cudaMallocAsync is the cuda_async policy)"},
+	{NULL, NULL, NULL},
+};
+
+static int is_pow2_or_zero(uint64_t v)
+{
+	return (v & (v - 1)) == 0;
+}
+
+/* "[256:1,512:2,>:4]": boundaries in MiB, as CUDAAllocatorConfig parses it. */
+static int parse_divisions_list(struct pytorch_state *s, const struct conf_kv *kv,
+				char *err, size_t errlen)
+{
+	const char *p = kv->value + 1;
+	size_t last = 0;
+	int first = 1;
+	for (;;) {
+		while (*p == ' ')
+			p++;
+		if (*p == ']')
+			break;
+		int gt = 0;
+		uint64_t boundary = 0;
+		char *end;
+		if (*p == '>') {
+			gt = 1;
+			p++;
+		} else {
+			if (*p < '0' || *p > '9')
+				goto bad;
+			boundary = strtoull(p, &end, 10);
+			p = end;
+		}
+		if (*p != ':')
+			goto bad;
+		p++;
+		if (*p < '0' || *p > '9')
+			goto bad;
+		uint64_t val = strtoull(p, &end, 10);
+		p = end;
+		if (!is_pow2_or_zero(val) || val > 1ull << 30) {
+			snprintf(err, errlen, "knob '%s': divisions must be a power of 2 or 0, got %" PRIu64,
+				 kv->key, val);
+			return -1;
+		}
+		if (gt) {
+			for (size_t i = first ? 0 : last + 1; i < PT_DIV_INTERVALS; i++)
+				s->divisions[i] = (uint32_t)val;
+		} else {
+			if (boundary == 0 || !is_pow2_or_zero(boundary)) {
+				snprintf(err, errlen, "knob '%s': interval boundary %" PRIu64
+					 " MiB must be a power of 2", kv->key, boundary);
+				return -1;
+			}
+			size_t idx = (size_t)ilog2_u64(boundary);
+			if (idx > PT_DIV_INTERVALS - 1)
+				idx = PT_DIV_INTERVALS - 1;
+			if (first) {
+				for (size_t i = 0; i < idx; i++)
+					s->divisions[i] = (uint32_t)val;
+			}
+			s->divisions[idx] = (uint32_t)val;
+			last = idx;
+		}
+		first = 0;
+		while (*p == ' ')
+			p++;
+		if (*p == ',') {
+			p++;
+			continue;
+		}
+		if (*p != ']')
+			goto bad;
+	}
+	if (p[1] != '\0')
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "knob '%s': malformed list '%s' (expected e.g. [256:1,512:2,>:4])",
+		 kv->key, kv->value);
+	return -1;
+}
+
+static int pt_init(void *st, const char *conf, const struct policy_env *env,
+		   char *err, size_t errlen)
+{
+	struct pytorch_state *s = st;
+	struct conf_kv kv;
+	const char *cur = conf;
+	int r;
+	s->dev = env->dev;
+	s->capacity = env->capacity ? env->capacity : device_capacity(env->dev);
+	s->max_split = PT_UNLIMITED;
+	s->max_non_split_rounding = PT_LARGE_BUFFER;
+	s->small.blocks.order = s->large.blocks.order = PT_BY_SIZE;
+	s->small.unmapped.order = s->large.unmapped.order = PT_BY_ADDR;
+	s->small.small = 1;
+	s->rng = 2463534242u;
+	u64map_init(&s->active);
+	while ((r = conf_next(&cur, &kv, err, errlen)) > 0) {
+		uint64_t v;
+		if (!strcmp(kv.key, "max_split_size_mb")) {
+			if (conf_u64(&kv, &v, err, errlen) < 0)
+				return -1;
+			if (v <= PT_LARGE_BUFFER / MIB || v > (UINT64_MAX / MIB)) {
+				snprintf(err, errlen, "knob 'max_split_size_mb': %" PRIu64
+					 " is too small, must be > %llu", v, PT_LARGE_BUFFER / MIB);
+				return -1;
+			}
+			s->max_split = v * MIB;
+		} else if (!strcmp(kv.key, "max_non_split_rounding_mb")) {
+			if (conf_u64(&kv, &v, err, errlen) < 0)
+				return -1;
+			if (v > UINT64_MAX / MIB / 2) {
+				snprintf(err, errlen, "knob 'max_non_split_rounding_mb': too large");
+				return -1;
+			}
+			s->max_non_split_rounding = v * MIB;
+		} else if (!strcmp(kv.key, "roundup_power2_divisions")) {
+			if (kv.value[0] == '[') {
+				if (parse_divisions_list(s, &kv, err, errlen) < 0)
+					return -1;
+			} else {
+				if (conf_u64(&kv, &v, err, errlen) < 0)
+					return -1;
+				if (!is_pow2_or_zero(v) || v > 1ull << 30) {
+					snprintf(err, errlen, "knob 'roundup_power2_divisions': must be a "
+						 "power of 2 or 0, got %" PRIu64, v);
+					return -1;
+				}
+				for (int i = 0; i < PT_DIV_INTERVALS; i++)
+					s->divisions[i] = (uint32_t)v;
+			}
+		} else if (!strcmp(kv.key, "garbage_collection_threshold")) {
+			double d;
+			if (conf_double(&kv, 0.0, 1.0, &d, err, errlen) < 0)
+				return -1;
+			if (d <= 0.0 || d >= 1.0) {
+				snprintf(err, errlen, "knob 'garbage_collection_threshold': must be "
+					 "greater than 0 and less than 1, got %s", kv.value);
+				return -1;
+			}
+			s->gc_threshold = d;
+		} else if (!strcmp(kv.key, "expandable_segments")) {
+			if (conf_bool(&kv, &s->expandable, err, errlen) < 0)
+				return -1;
+		} else if (!strcmp(kv.key, "fraction")) {
+			double d;
+			if (conf_double(&kv, 0.0, 1.0, &d, err, errlen) < 0)
+				return -1;
+			s->fraction = d;
+			s->set_fraction = 1;
+		} else if (!strcmp(kv.key, "backend")) {
+			if (!strcmp(kv.value, "cudaMallocAsync")) {
+				snprintf(err, errlen, "knob 'backend': cudaMallocAsync is modelled by "
+					 "the cuda_async policy (--policy cuda_async)");
+				return -1;
+			}
+			if (strcmp(kv.value, "native")) {
+				snprintf(err, errlen, "knob 'backend': expected native, got '%s'", kv.value);
+				return -1;
+			}
+		} else {
+			return conf_unknown("pytorch", pytorch_knobs, kv.key, err, errlen);
+		}
+	}
+	if (r < 0)
+		return -1;
+	if (s->set_fraction) {
+		if (!s->capacity) {
+			snprintf(err, errlen, "knob 'fraction': needs a device capacity "
+				 "(--capacity or the trace's total_memory)");
+			return -1;
+		}
+		s->allowed = (uint64_t)(s->fraction * (double)s->capacity);
+	}
+	return 0;
+}
+
+static void pt_fini(void *st)
+{
+	struct pytorch_state *s = st;
+	for (size_t i = 0; i < s->nchunks; i++)
+		free(s->chunks[i]);
+	free(s->chunks);
+	while (s->esegs) {
+		struct pt_eseg *n = s->esegs->next_seg;
+		free(s->esegs);
+		s->esegs = n;
+	}
+	u64map_free(&s->active);
+	memset(s, 0, sizeof *s);
+}
+
+const struct alloc_policy policy_pytorch = {
+	.iversion = POLICY_IFACE_VERSION,
+	.name = "pytorch",
+	.description = "PyTorch CUDA caching allocator (native backend), exact to torch 2.x rules",
+	.state_size = sizeof(struct pytorch_state),
+	.knobs = pytorch_knobs,
+	.init = pt_init,
+	.alloc = pt_alloc,
+	.free = pt_free,
+	.control = pt_control,
+	.stats = pt_stats,
+	.fini = pt_fini,
+};

@@ -1,0 +1,17 @@
+#!/bin/sh
+# install-deps.sh: install the Debian packages gpumemsim needs to build,
+# test and plot, only those missing. Needs root (or sudo) the first time.
+set -e
+pkgs="gcc make libsqlite3-dev zlib1g-dev libcriterion-dev gnuplot-nox sqlite3 python3"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "install-deps: installing$missing" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq $missing >&2

@@ -1,0 +1,770 @@
+/*
+ * engine.c: the discrete-event replay engine (see engine.h).
+ *
+ * Model. A simulated host thread issues the trace's records in file order,
+ * each at its trace time plus the host's accumulated delay. Kernels, copies
+ * and memsets go to their stream's FIFO: each starts at max(issue time, when
+ * the stream is free) and runs for its recorded duration; its completion is
+ * an event in the (time, sequence) queue. A synchronisation makes the host
+ * wait until the stream (all streams for a device-wide sync) has drained;
+ * when that is later than the trace's own release time, the difference is
+ * added to the host's delay, so everything after it shifts. Delay never
+ * shrinks: the host cannot run ahead of what the real program did.
+ *
+ * Memory events happen on the host at their issue time and are the hot
+ * path: they touch no heap and no malloc, only two open-addressing maps
+ * (trace address -> live entry; addresses whose free must be skipped) and a
+ * slab of entries recycled through a free list, so memory follows the live
+ * set, not the trace length.
+ *
+ * Times reported in results (timeline, events, first OOM) are simulated
+ * nanoseconds since the first record's start.
+ */
+#include "engine.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_queue.h"
+#include "u64map.h"
+
+#define PROGRESS_MASK ((1ull << 22) - 1)
+#define EV_GPU_DONE 1u
+
+/* A live allocation: what the policy returned for a trace address. */
+struct live_ent {
+	uint64_t paddr, block, req, line;
+	uint32_t stream;
+	uint32_t next_free;   /* free-list link while unused */
+};
+
+struct tl_bucket { uint64_t alloc, res; int filled; };
+
+struct engine {
+	const struct sim_options *o;
+	struct sim_result *res;
+	struct trace_reader *rd;
+	struct sim_device *dev;
+	const struct alloc_policy *pol;
+	void *st;
+	int pol_live;                 /* init succeeded: fini owed */
+	const char *path;
+
+	/* live set */
+	struct u64map live;           /* trace addr -> slab index */
+	struct u64map skip;           /* trace addr -> 1: its free is skipped */
+	struct live_ent *slab;
+	uint32_t slab_n, slab_cap, free_head;
+	uint64_t allocated, requested;
+	uint64_t peak_res_seen, peak_res_t, peak_res_line;
+
+	/* time */
+	int have_t0;
+	uint64_t t0, delay, host_end, gpu_end, trace_end;
+	struct u64map stream_idx;     /* stream id -> index */
+	uint64_t *stream_free;        /* when each stream's FIFO drains */
+	uint32_t *stream_inflight;
+	uint32_t nstreams, cap_streams;
+	struct event_queue q;
+
+	/* timeline */
+	struct tl_bucket *tl;
+	uint32_t tl_n;
+	unsigned tl_shift;            /* bucket width is 2^tl_shift ns */
+
+	/* OOM-time stats */
+	int64_t stat_largest, stat_cached;
+	size_t stats_cap;
+};
+
+#define FREE_END UINT32_MAX
+
+/* ------------------------------------------------------------- names */
+
+const char *sim_event_kind_name(enum sim_event_kind k)
+{
+	switch (k) {
+	case SIM_EV_PEAK_RESERVED: return "peak_reserved";
+	case SIM_EV_OOM: return "oom";
+	case SIM_EV_EMPTY_CACHE: return "empty_cache";
+	case SIM_EV_TRACE_OOM: return "trace_oom";
+	}
+	return "unknown";
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static void add_event(struct engine *e, enum sim_event_kind kind, uint64_t t,
+		      uint64_t bytes, uint64_t line, const char *detail)
+{
+	struct sim_result *r = e->res;
+	/* one slot stays free for the peak-reserved event added at the end */
+	if (r->nevents + 1 >= SIM_MAX_EVENTS && kind != SIM_EV_PEAK_RESERVED)
+		return;
+	if (!r->events) {
+		r->events = calloc(SIM_MAX_EVENTS, sizeof *r->events);
+		if (!r->events)
+			return;
+	}
+	struct sim_event *ev = &r->events[r->nevents++];
+	ev->kind = kind;
+	ev->t = t;
+	ev->bytes = bytes;
+	ev->line = line;
+	snprintf(ev->detail, sizeof ev->detail, "%s", detail ? detail : "");
+}
+
+/* Keep the max of each bucket; when time runs past the last bucket, merge
+ * neighbouring pairs and double the width, so a peak survives any merging. */
+static void tl_sample(struct engine *e, uint64_t t)
+{
+	uint64_t rel = t - e->t0, idx = rel >> e->tl_shift;
+	while (idx >= e->tl_n) {
+		if (e->tl_shift >= 63) {
+			idx = e->tl_n - 1;
+			break;
+		}
+		uint32_t half = (e->tl_n + 1) / 2;
+		for (uint32_t i = 0; i < half; i++) {
+			struct tl_bucket m = e->tl[2 * i];
+			if (2 * i + 1 < e->tl_n && e->tl[2 * i + 1].filled) {
+				const struct tl_bucket *b = &e->tl[2 * i + 1];
+				if (!m.filled) {
+					m = *b;
+				} else {
+					if (b->alloc > m.alloc) m.alloc = b->alloc;
+					if (b->res > m.res) m.res = b->res;
+				}
+			}
+			e->tl[i] = m;
+		}
+		memset(e->tl + half, 0, (e->tl_n - half) * sizeof *e->tl);
+		e->tl_shift++;
+		idx = rel >> e->tl_shift;
+	}
+	struct tl_bucket *b = &e->tl[idx];
+	uint64_t res = device_reserved(e->dev);
+	if (!b->filled) {
+		b->filled = 1;
+		b->alloc = e->allocated;
+		b->res = res;
+	} else {
+		if (e->allocated > b->alloc) b->alloc = e->allocated;
+		if (res > b->res) b->res = res;
+	}
+}
+
+/* After every policy call: peaks and the timeline. */
+static void note_level(struct engine *e, uint64_t t, uint64_t line)
+{
+	struct sim_result *r = e->res;
+	if (e->allocated > r->peak_allocated)
+		r->peak_allocated = e->allocated;
+	if (e->requested > r->peak_requested)
+		r->peak_requested = e->requested;
+	uint64_t res = device_reserved(e->dev);
+	if (res > e->peak_res_seen) {
+		e->peak_res_seen = res;
+		e->peak_res_t = t - e->t0;
+		e->peak_res_line = line;
+	}
+	tl_sample(e, t);
+}
+
+static int stream_index(struct engine *e, uint32_t stream, uint32_t *idx, int create)
+{
+	uint64_t v;
+	if (u64map_get(&e->stream_idx, stream, &v)) {
+		*idx = (uint32_t)v;
+		return 1;
+	}
+	if (!create)
+		return 0;
+	if (e->nstreams == e->cap_streams) {
+		uint32_t ncap = e->cap_streams ? e->cap_streams * 2 : 8;
+		uint64_t *nf = realloc(e->stream_free, ncap * sizeof *nf);
+		if (!nf)
+			return -1;
+		e->stream_free = nf;
+		uint32_t *ni = realloc(e->stream_inflight, ncap * sizeof *ni);
+		if (!ni)
+			return -1;
+		e->stream_inflight = ni;
+		e->cap_streams = ncap;
+	}
+	if (u64map_put(&e->stream_idx, stream, e->nstreams) < 0)
+		return -1;
+	e->stream_free[e->nstreams] = 0;
+	e->stream_inflight[e->nstreams] = 0;
+	*idx = e->nstreams++;
+	return 1;
+}
+
+/* Retire GPU work finished by time T (the host observes it then). */
+static void drain_until(struct engine *e, uint64_t t)
+{
+	const struct eq_event *top;
+	struct eq_event ev;
+	while ((top = eq_peek(&e->q)) && top->t <= t) {
+		eq_pop(&e->q, &ev);
+		if (ev.kind == EV_GPU_DONE && ev.stream < e->nstreams)
+			e->stream_inflight[ev.stream]--;
+	}
+}
+
+static int slab_get(struct engine *e, uint32_t *idx)
+{
+	if (e->free_head != FREE_END) {
+		*idx = e->free_head;
+		e->free_head = e->slab[*idx].next_free;
+		return 0;
+	}
+	if (e->slab_n == e->slab_cap) {
+		uint32_t ncap = e->slab_cap ? e->slab_cap * 2 : 1024;
+		struct live_ent *ns = realloc(e->slab, (size_t)ncap * sizeof *ns);
+		if (!ns)
+			return -1;
+		e->slab = ns;
+		e->slab_cap = ncap;
+	}
+	*idx = e->slab_n++;
+	return 0;
+}
+
+static void oom_stat(void *ctx, const char *name, int64_t value)
+{
+	struct engine *e = ctx;
+	if (!strcmp(name, "largest_free_block"))
+		e->stat_largest = value;
+	else if (!strcmp(name, "cached_free_bytes"))
+		e->stat_cached = value;
+}
+
+static void final_stat(void *ctx, const char *name, int64_t value)
+{
+	struct engine *e = ctx;
+	struct sim_result *r = e->res;
+	if (r->nstats == e->stats_cap) {
+		size_t ncap = e->stats_cap ? e->stats_cap * 2 : 16;
+		struct sim_stat *ns = realloc(r->stats, ncap * sizeof *ns);
+		if (!ns)
+			return;
+		r->stats = ns;
+		e->stats_cap = ncap;
+	}
+	struct sim_stat *s = &r->stats[r->nstats++];
+	snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+	s->value = value;
+}
+
+static int is_host_kind(uint32_t kind)
+{
+	return kind == TMEM_PAGEABLE || kind == TMEM_PINNED;
+}
+
+/* --------------------------------------------------------- memory path */
+
+static void on_oom(struct engine *e, const struct trace_rec *rec, uint64_t now, uint32_t stream)
+{
+	struct sim_result *r = e->res;
+	uint64_t res = device_reserved(e->dev);
+	char detail[160], b1[32], b2[32];
+	r->num_ooms++;
+	if (!r->oom) {
+		r->oom = 1;
+		r->oom_t = now - e->t0;
+		r->oom_bytes = rec->u.mem.bytes;
+		r->oom_line = rec->line;
+		r->oom_allocated = e->allocated;
+		r->oom_reserved = res;
+		e->stat_largest = e->stat_cached = -1;
+		if (e->pol->stats)
+			e->pol->stats(e->st, oom_stat, e);
+		r->oom_largest_free = e->stat_largest;
+		r->oom_cached_free = e->stat_cached;
+	}
+	snprintf(b1, sizeof b1, "%" PRIu64, e->allocated);
+	snprintf(b2, sizeof b2, "%" PRIu64, res);
+	snprintf(detail, sizeof detail,
+		 "alloc of %" PRIu64 " bytes on stream %" PRIu32 " failed: allocated %s, reserved %s",
+		 rec->u.mem.bytes, stream, b1, b2);
+	add_event(e, SIM_EV_OOM, now - e->t0, rec->u.mem.bytes, rec->line, detail);
+}
+
+static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
+		    char *err, size_t errlen)
+{
+	const struct trace_mem *m = &rec->u.mem;
+	uint64_t v;
+	if (is_host_kind(m->kind)) {
+		/* host memory is not the device's business; its free is skipped too */
+		if (m->addr != U64MAP_EMPTY && u64map_put(&e->skip, m->addr, 1) < 0)
+			goto nomem;
+		return 0;
+	}
+	if (m->addr == U64MAP_EMPTY) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": invalid allocation address 0x%" PRIx64,
+			 e->path, rec->line, m->addr);
+		return -1;
+	}
+	if (u64map_get(&e->live, m->addr, &v)) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": allocation at 0x%" PRIx64
+			 " which is already live (allocated at line %" PRIu64 ")",
+			 e->path, rec->line, m->addr, e->slab[v].line);
+		return -1;
+	}
+	u64map_del(&e->skip, m->addr, NULL);
+	uint32_t stream = m->stream == TRACE_NO_STREAM ? 0 : m->stream;
+	struct alloc_request req = {m->id, m->bytes, stream, now};
+	struct alloc_result ar = {0, 0};
+	device_set_time(e->dev, now);
+	int rc = e->pol->alloc(e->st, &req, &ar);
+	if (rc == POLICY_OOM) {
+		if (u64map_put(&e->skip, m->addr, 1) < 0)
+			goto nomem;
+		on_oom(e, rec, now, stream);
+		note_level(e, now, rec->line);
+		return 0;
+	}
+	if (rc != POLICY_OK) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": policy %s failed (%d) on a request of %" PRIu64
+			 " bytes", e->path, rec->line, e->pol->name, rc, m->bytes);
+		return -1;
+	}
+	uint32_t idx;
+	if (slab_get(e, &idx) < 0 || u64map_put(&e->live, m->addr, idx) < 0)
+		goto nomem;
+	struct live_ent *le = &e->slab[idx];
+	le->paddr = ar.addr;
+	le->block = ar.block_bytes;
+	le->req = m->bytes;
+	le->line = rec->line;
+	le->stream = stream;
+	e->allocated += ar.block_bytes;
+	e->requested += m->bytes;
+	e->res->allocs++;
+	note_level(e, now, rec->line);
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec->line);
+	return -1;
+}
+
+static int on_free(struct engine *e, const struct trace_rec *rec, uint64_t now,
+		   char *err, size_t errlen)
+{
+	const struct trace_mem *m = &rec->u.mem;
+	uint64_t v;
+	if (m->addr != U64MAP_EMPTY && u64map_del(&e->live, m->addr, &v)) {
+		struct live_ent *le = &e->slab[v];
+		/* a stream-ordered free names its stream; otherwise the block's */
+		uint32_t stream = m->stream == TRACE_NO_STREAM ? le->stream : m->stream;
+		device_set_time(e->dev, now);
+		e->pol->free(e->st, le->paddr, le->block, stream);
+		e->allocated -= le->block;
+		e->requested -= le->req;
+		le->next_free = e->free_head;
+		e->free_head = (uint32_t)v;
+		e->res->frees++;
+		note_level(e, now, rec->line);
+		return 0;
+	}
+	/* the allocation OOMed in the simulation (the program would have died
+	 * there), or it was host memory: nothing to return */
+	if (m->addr != U64MAP_EMPTY && u64map_del(&e->skip, m->addr, NULL))
+		return 0;
+	if (is_host_kind(m->kind))
+		return 0;
+	snprintf(err, errlen, "%s:%" PRIu64 ": free of unknown address 0x%" PRIx64,
+		 e->path, rec->line, m->addr);
+	return -1;
+}
+
+/* ----------------------------------------------------------- timing */
+
+static int on_gpu_op(struct engine *e, const struct trace_rec *rec, uint32_t stream,
+		     uint64_t now, char *err, size_t errlen)
+{
+	uint32_t s;
+	if (stream_index(e, stream, &s, 1) < 0) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec->line);
+		return -1;
+	}
+	uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
+	uint64_t begin = now > e->stream_free[s] ? now : e->stream_free[s];
+	uint64_t fin = begin + dur;
+	e->stream_free[s] = fin;
+	e->stream_inflight[s]++;
+	if (fin > e->gpu_end)
+		e->gpu_end = fin;
+	if (eq_push(&e->q, fin, EV_GPU_DONE, s, rec->line) < 0) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec->line);
+		return -1;
+	}
+	return 0;
+}
+
+/* The host waits for the stream (or the whole device); a wait longer than
+ * the trace's becomes delay for everything after. */
+static void on_sync(struct engine *e, const struct trace_rec *rec, uint64_t now)
+{
+	const struct trace_sync *y = &rec->u.sync;
+	if (y->kind == TSYNC_STREAM_WAIT_EVENT)
+		return; /* a device-side wait: the host does not block */
+	uint64_t target = 0;
+	uint32_t s;
+	if (y->stream == TRACE_NO_STREAM || y->kind == TSYNC_CONTEXT)
+		target = e->gpu_end;
+	else if (stream_index(e, y->stream, &s, 0) == 1)
+		target = e->stream_free[s];
+	uint64_t released = target > now ? target : now;
+	drain_until(e, released);
+	uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
+	uint64_t trace_release = now + dur;
+	if (released > trace_release)
+		e->delay += released - trace_release;
+	uint64_t host = released > trace_release ? released : trace_release;
+	if (host > e->host_end)
+		e->host_end = host;
+	if (e->pol->control) {
+		device_set_time(e->dev, host);
+		e->pol->control(e->st, POLICY_CTL_SYNC, 0);
+		note_level(e, host, rec->line);
+	}
+}
+
+static void on_control(struct engine *e, const struct trace_rec *rec, uint64_t now)
+{
+	const struct trace_control *c = &rec->u.control;
+	char detail[160];
+	switch (c->kind) {
+	case TCTL_EMPTY_CACHE: {
+		uint64_t before = device_reserved(e->dev);
+		if (e->pol->control) {
+			device_set_time(e->dev, now);
+			e->pol->control(e->st, POLICY_CTL_EMPTY_CACHE, 0);
+		}
+		uint64_t after = device_reserved(e->dev);
+		snprintf(detail, sizeof detail, "empty_cache released %" PRIu64 " bytes",
+			 before > after ? before - after : 0);
+		add_event(e, SIM_EV_EMPTY_CACHE, now - e->t0, before > after ? before - after : 0,
+			  rec->line, detail);
+		note_level(e, now, rec->line);
+		break;
+	}
+	case TCTL_STEP:
+		if (e->pol->control) {
+			device_set_time(e->dev, now);
+			e->pol->control(e->st, POLICY_CTL_STEP, c->bytes);
+			note_level(e, now, rec->line);
+		}
+		break;
+	case TCTL_OOM:
+		snprintf(detail, sizeof detail,
+			 "the real run hit an OOM for %" PRIu64 " bytes", c->bytes);
+		add_event(e, SIM_EV_TRACE_OOM, now - e->t0, c->bytes, rec->line, detail);
+		break;
+	default:
+		break;
+	}
+}
+
+/* One record of the replay, at host issue time. */
+static int replay_one(struct engine *e, const struct trace_rec *rec, char *err, size_t errlen)
+{
+	if (!e->have_t0) {
+		e->have_t0 = 1;
+		e->t0 = rec->start;
+		e->host_end = e->gpu_end = e->trace_end = rec->start;
+	}
+	uint64_t now = rec->start + e->delay;
+	if (rec->end > e->trace_end)
+		e->trace_end = rec->end;
+	if (rec->start > e->trace_end)
+		e->trace_end = rec->start;
+	if (now > e->host_end)
+		e->host_end = now;
+	if (eq_size(&e->q))
+		drain_until(e, now);
+	switch (rec->type) {
+	case TREC_ALLOC:
+		return on_alloc(e, rec, now, err, errlen);
+	case TREC_FREE:
+		return on_free(e, rec, now, err, errlen);
+	case TREC_KERNEL:
+		return on_gpu_op(e, rec, rec->u.kernel.stream, now, err, errlen);
+	case TREC_MEMCPY:
+	case TREC_MEMSET:
+		return on_gpu_op(e, rec, rec->u.copy.stream, now, err, errlen);
+	case TREC_SYNC:
+		on_sync(e, rec, now);
+		return 0;
+	case TREC_CONTROL:
+		on_control(e, rec, now);
+		return 0;
+	case TREC_SEGMENT:
+		device_note_recorded(e->dev, rec->u.segment.op, rec->u.segment.addr,
+				     rec->u.segment.bytes);
+		return 0;
+	case TREC_RANGE:
+	case TREC_API: {
+		uint64_t end = rec->end >= rec->start ? now + (rec->end - rec->start) : now;
+		if (end > e->host_end)
+			e->host_end = end;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------- result */
+
+static int copy_identity(struct engine *e, char *err, size_t errlen)
+{
+	struct sim_result *r = e->res;
+	const struct trace_header *h = trace_reader_header(e->rd);
+	r->trace_path = strdup(e->path);
+	r->policy = strdup(e->pol->name);
+	r->conf = strdup(e->o->conf ? e->o->conf : "");
+	if (!r->trace_path || !r->policy || !r->conf)
+		goto nomem;
+	if (h && h->nlabels) {
+		r->labels = calloc(h->nlabels, sizeof *r->labels);
+		if (!r->labels)
+			goto nomem;
+		for (size_t i = 0; i < h->nlabels; i++) {
+			r->labels[i].key = strdup(h->labels[i].key ? h->labels[i].key : "");
+			r->labels[i].value = strdup(h->labels[i].value ? h->labels[i].value : "");
+			r->nlabels = i + 1;
+			if (!r->labels[i].key || !r->labels[i].value)
+				goto nomem;
+		}
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* The peak-reserved event goes in time order among the others. */
+static void insert_peak_event(struct engine *e)
+{
+	struct sim_result *r = e->res;
+	char detail[160];
+	if (!e->peak_res_seen)
+		return;
+	snprintf(detail, sizeof detail, "peak reserved %" PRIu64 " bytes", e->peak_res_seen);
+	add_event(e, SIM_EV_PEAK_RESERVED, e->peak_res_t, e->peak_res_seen,
+		  e->peak_res_line, detail);
+	if (!r->events || !r->nevents)
+		return;
+	struct sim_event pk = r->events[r->nevents - 1];
+	size_t pos = r->nevents - 1;
+	while (pos > 0 && r->events[pos - 1].t > pk.t) {
+		r->events[pos] = r->events[pos - 1];
+		pos--;
+	}
+	r->events[pos] = pk;
+}
+
+static int finish(struct engine *e, char *err, size_t errlen)
+{
+	struct sim_result *r = e->res;
+	struct device_counters c;
+	const struct trace_trailer *tr = trace_reader_trailer(e->rd);
+	drain_until(e, UINT64_MAX);
+	r->trace_crc32 = trace_reader_crc32(e->rd);
+	r->trace_bytes = trace_reader_bytes(e->rd);
+	if (tr && !tr->present)
+		r->complete = 0;
+	device_get_counters(e->dev, &c);
+	r->peak_reserved = c.peak_reserved;
+	r->device_allocs = c.mallocs + c.maps;
+	r->device_frees = c.frees + c.unmaps;
+	r->fragmentation = r->peak_reserved
+		? 1.0 - (double)r->peak_allocated / (double)r->peak_reserved : 0.0;
+	if (e->have_t0) {
+		r->trace_duration_ns = e->trace_end - e->t0;
+		uint64_t end = e->host_end > e->gpu_end ? e->host_end : e->gpu_end;
+		r->sim_duration_ns = end - e->t0;
+	}
+	insert_peak_event(e);
+	if (e->pol->stats)
+		e->pol->stats(e->st, final_stat, e);
+	/* the timeline: filled buckets only */
+	r->timeline = calloc(e->tl_n, sizeof *r->timeline);
+	if (!r->timeline) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (uint32_t i = 0; i < e->tl_n; i++) {
+		if (!e->tl[i].filled)
+			continue;
+		struct sim_timeline_point *p = &r->timeline[r->ntimeline++];
+		p->t = (uint64_t)i << e->tl_shift;
+		p->allocated = e->tl[i].alloc;
+		p->reserved = e->tl[i].res;
+	}
+	return 0;
+}
+
+/* The offline pre-pass: the policy sees the whole trace first. */
+static int prepass(struct engine *e, char *err, size_t errlen)
+{
+	struct trace_rec rec;
+	int rc;
+	while ((rc = trace_reader_next(e->rd, &rec)) == TRACE_OK) {
+		if (e->pol->prepass(e->st, &rec) < 0) {
+			snprintf(err, errlen, "%s:%" PRIu64 ": policy %s rejected the record in its pre-pass",
+				 e->path, rec.line, e->pol->name);
+			return -1;
+		}
+	}
+	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
+		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
+		return -1;
+	}
+	if (e->pol->prepass_done && e->pol->prepass_done(e->st, err, errlen) < 0)
+		return -1;
+	if (trace_reader_rewind(e->rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
+		return -1;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------- sim_run */
+
+/*
+ * The result is complete only when the function returns 0; on error it is
+ * freed and zeroed, so a caller never stores half a run.
+ */
+int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size_t errlen)
+{
+	struct engine e;
+	struct trace_rec rec;
+	int ret = -1, rc;
+	uint64_t nrec = 0;
+	int progressed = 0;
+
+	memset(&e, 0, sizeof e);
+	memset(res, 0, sizeof *res);
+	u64map_init(&e.live);
+	u64map_init(&e.skip);
+	u64map_init(&e.stream_idx);
+	eq_init(&e.q);
+	e.o = o;
+	e.res = res;
+	e.pol = o->policy;
+	e.path = o->trace_path ? o->trace_path : "";
+	e.free_head = FREE_END;
+	if (err && errlen)
+		err[0] = '\0';
+
+	if (!e.pol || !o->trace_path) {
+		snprintf(err, errlen, "sim_run: no policy or no trace");
+		goto out;
+	}
+	if (e.pol->iversion != POLICY_IFACE_VERSION) {
+		snprintf(err, errlen, "policy %s: interface version %d (this engine runs %d)",
+			 e.pol->name, e.pol->iversion, POLICY_IFACE_VERSION);
+		goto out;
+	}
+	e.rd = trace_reader_open(o->trace_path);
+	if (!e.rd) {
+		snprintf(err, errlen, "%s: out of memory", e.path);
+		goto out;
+	}
+	if (trace_reader_status(e.rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(e.rd));
+		goto out;
+	}
+	const struct trace_header *h = trace_reader_header(e.rd);
+	res->capacity = o->capacity ? o->capacity : (h ? h->total_memory : 0);
+	res->complete = 1;
+	res->oom_largest_free = res->oom_cached_free = -1;
+	if (copy_identity(&e, err, errlen) < 0)
+		goto out;
+
+	e.tl_n = o->timeline_points ? o->timeline_points : 512;
+	e.tl = calloc(e.tl_n, sizeof *e.tl);
+	e.dev = device_create(res->capacity, o->addr_mode);
+	e.st = calloc(1, e.pol->state_size ? e.pol->state_size : 1);
+	if (!e.tl || !e.dev || !e.st) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (o->device_log)
+		device_set_log(e.dev, o->device_log, o->device_log_ctx);
+
+	struct policy_env env = {e.dev, res->capacity, h};
+	if (e.pol->init(e.st, o->conf ? o->conf : "", &env, err, errlen) < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "policy %s: bad conf '%s'", e.pol->name,
+				 o->conf ? o->conf : "");
+		goto out;
+	}
+	e.pol_live = 1;
+	if (e.pol->prepass && prepass(&e, err, errlen) < 0)
+		goto out;
+
+	while ((rc = trace_reader_next(e.rd, &rec)) == TRACE_OK) {
+		if (replay_one(&e, &rec, err, errlen) < 0)
+			goto out;
+		if (o->progress && !(++nrec & PROGRESS_MASK)) {
+			fprintf(stderr, "\r%s: %" PRIu64 " records", e.path, nrec);
+			progressed = 1;
+		}
+	}
+	if (rc == TRACE_ERR_TRUNCATED) {
+		res->complete = 0;
+	} else if (rc < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(e.rd));
+		goto out;
+	}
+	if (finish(&e, err, errlen) < 0)
+		goto out;
+	ret = 0;
+out:
+	if (progressed)
+		fputc('\n', stderr);
+	if (e.pol_live && e.pol->fini)
+		e.pol->fini(e.st);
+	free(e.st);
+	device_destroy(e.dev);
+	if (e.rd)
+		trace_reader_close(e.rd);
+	free(e.tl);
+	free(e.slab);
+	free(e.stream_free);
+	free(e.stream_inflight);
+	u64map_free(&e.live);
+	u64map_free(&e.skip);
+	u64map_free(&e.stream_idx);
+	eq_free(&e.q);
+	if (ret < 0)
+		sim_result_free(res);
+	return ret;
+}
+
+/* Safe on a zeroed or already freed result. */
+void sim_result_free(struct sim_result *res)
+{
+	if (!res)
+		return;
+	free(res->trace_path);
+	for (size_t i = 0; i < res->nlabels; i++) {
+		free(res->labels[i].key);
+		free(res->labels[i].value);
+	}
+	free(res->labels);
+	free(res->policy);
+	free(res->conf);
+	free(res->stats);
+	free(res->timeline);
+	free(res->events);
+	memset(res, 0, sizeof *res);
+}

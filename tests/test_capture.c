@@ -1,0 +1,443 @@
+/*
+ * test_capture.c: the parts of CUPTI capture that need no CUDA: the
+ * converter (capture/convert.c: ordering, allocation ids, kernel-to-buffer
+ * links, string interning, through the real trace writer and reader), the
+ * `gpumemsim capture` launcher (environment, arguments, exit status), and
+ * the probe trace captured on an H200 (capture/tests/data), checked against
+ * what the probe says it did.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../capture/convert.h"
+#include "../traces/trace.h"
+
+/* ------------------------------------------------------------- a sink in memory */
+
+struct mem_sink {
+	struct trace_rec recs[64];
+	int n;
+	char *strs[64];
+	uint32_t nstrs;
+};
+
+static uint32_t mem_intern(void *ctx, const char *s)
+{
+	struct mem_sink *m = ctx;
+	for (uint32_t i = 0; i < m->nstrs; i++)
+		if (!strcmp(m->strs[i], s))
+			return i;
+	cr_assert_lt(m->nstrs, 64);
+	m->strs[m->nstrs] = strdup(s);
+	return m->nstrs++;
+}
+
+static int mem_record(void *ctx, const struct trace_rec *rec)
+{
+	struct mem_sink *m = ctx;
+	cr_assert_lt(m->n, 64);
+	m->recs[m->n++] = *rec;
+	return 0;
+}
+
+static void mem_free(struct mem_sink *m)
+{
+	for (uint32_t i = 0; i < m->nstrs; i++)
+		free(m->strs[i]);
+}
+
+static struct cap_conv *new_conv(struct mem_sink *m)
+{
+	struct cap_sink s = {m, mem_intern, mem_record};
+	memset(m, 0, sizeof(*m));
+	struct cap_conv *c = cap_conv_new(&s);
+	cr_assert_not_null(c);
+	return c;
+}
+
+static void push_alloc(struct cap_conv *c, uint64_t t, uint64_t addr, uint64_t bytes,
+		       uint64_t corr, const char *src)
+{
+	struct cap_rec r;
+	memset(&r, 0, sizeof(r));
+	r.rec.type = TREC_ALLOC;
+	r.rec.start = r.rec.end = t;
+	r.rec.u.mem.addr = addr;
+	r.rec.u.mem.bytes = bytes;
+	r.rec.u.mem.stream = TRACE_NO_STREAM;
+	r.rec.u.mem.kind = TMEM_DEVICE;
+	r.rec.u.mem.corr = corr;
+	r.name = src;
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+}
+
+static void push_free(struct cap_conv *c, uint64_t t, uint64_t addr)
+{
+	struct cap_rec r;
+	memset(&r, 0, sizeof(r));
+	r.rec.type = TREC_FREE;
+	r.rec.start = r.rec.end = t;
+	r.rec.u.mem.addr = addr;
+	r.rec.u.mem.stream = TRACE_NO_STREAM;
+	r.rec.u.mem.kind = TMEM_DEVICE;
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+}
+
+static void push_kernel(struct cap_conv *c, uint64_t start, uint64_t end, uint64_t corr,
+			const char *name)
+{
+	struct cap_rec r;
+	memset(&r, 0, sizeof(r));
+	r.rec.type = TREC_KERNEL;
+	r.rec.start = start;
+	r.rec.end = end;
+	r.rec.u.kernel.stream = 7;
+	r.rec.u.kernel.grid[0] = r.rec.u.kernel.block[0] = 1;
+	r.rec.u.kernel.grid[1] = r.rec.u.kernel.block[1] = 1;
+	r.rec.u.kernel.grid[2] = r.rec.u.kernel.block[2] = 1;
+	r.rec.u.kernel.corr = corr;
+	r.rec.u.kernel.nlinks = 3; /* ignored: links come from cap_conv_link */
+	r.name = name;
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+}
+
+/* ------------------------------------------------------------- converter */
+
+Test(capture_convert, orders_by_start_then_arrival)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_kernel(c, 300, 310, 1, "k3");
+	push_kernel(c, 100, 400, 2, "k1");
+	push_kernel(c, 200, 210, 3, "k2a");
+	push_kernel(c, 200, 205, 4, "k2b");
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 4);
+	const char *want[] = {"k1", "k2a", "k2b", "k3"};
+	for (int i = 0; i < 4; i++)
+		cr_assert_str_eq(m.strs[m.recs[i].u.kernel.name], want[i], "record %d", i);
+	cr_assert_eq(m.recs[0].end, 400);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+Test(capture_convert, ids_follow_emission_and_links_resolve)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	/* B arrives after A but happened first: B must get id 0. */
+	push_alloc(c, 100, 0xA000, 4096, 10, "libfoo.so");
+	push_alloc(c, 50, 0xB000, 8192, 11, NULL);
+	struct cap_link links[] = {{10, 0xA000}, {11, 0xB000}, {10, 0xA000}};
+	cr_assert_eq(cap_conv_link(c, 20, links, 3), 0);
+	push_kernel(c, 200, 250, 20, "add");
+	push_kernel(c, 300, 350, 21, "spin");
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 4);
+	cr_assert_eq(m.recs[0].u.mem.addr, 0xB000);
+	cr_assert_eq(m.recs[0].u.mem.id, 0);
+	cr_assert_eq(m.recs[0].u.mem.source, TRACE_NO_STRING);
+	cr_assert_eq(m.recs[1].u.mem.id, 1);
+	cr_assert_str_eq(m.strs[m.recs[1].u.mem.source], "libfoo.so");
+	const struct trace_kernel *k = &m.recs[2].u.kernel;
+	cr_assert_eq(k->nlinks, 2, "duplicates collapse");
+	cr_assert_eq(k->links[0], 0);
+	cr_assert_eq(k->links[1], 1);
+	cr_assert_eq(m.recs[3].u.kernel.nlinks, 0, "no links recorded for corr 21");
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.allocs, 2);
+	cr_assert_eq(st.links, 2);
+	cr_assert_eq(st.pending, 0);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+Test(capture_convert, links_fall_back_to_address_and_survive_async_free)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_alloc(c, 10, 0x1000, 256, 0, NULL);     /* no correlation id */
+	push_alloc(c, 11, 0x2000, 256, 5, NULL);
+	push_free(c, 20, 0x2000);                     /* host-side free stamp... */
+	struct cap_link l1[] = {{0, 0x1000}, {5, 0x2000}, {99, 0x9000}};
+	cr_assert_eq(cap_conv_link(c, 40, l1, 3), 0);
+	push_kernel(c, 30, 35, 40, "late_kernel");    /* ...before the kernel ran */
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 4);
+	const struct trace_kernel *k = &m.recs[3].u.kernel;
+	cr_assert_eq(k->nlinks, 2);
+	cr_assert_eq(k->links[0], 0);
+	cr_assert_eq(k->links[1], 1);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.links_unresolved, 1, "0x9000 was never allocated");
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+Test(capture_convert, address_reuse_gets_the_new_id)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_alloc(c, 10, 0x1000, 256, 1, NULL);
+	push_free(c, 20, 0x1000);
+	push_alloc(c, 30, 0x1000, 256, 2, NULL);
+	struct cap_link l[] = {{2, 0x1000}};
+	cr_assert_eq(cap_conv_link(c, 7, l, 1), 0);
+	push_kernel(c, 40, 45, 7, "k");
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.recs[2].u.mem.id, 1);
+	cr_assert_eq(m.recs[3].u.kernel.nlinks, 1);
+	cr_assert_eq(m.recs[3].u.kernel.links[0], 1);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+Test(capture_convert, watermark_and_late_records)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_kernel(c, 150, 160, 1, "b");
+	push_kernel(c, 90, 95, 2, "a");
+	cr_assert_eq(cap_conv_emit_until(c, 100), 0);
+	cr_assert_eq(m.n, 1);
+	cr_assert_eq(m.recs[0].start, 90);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.pending, 1);
+	cr_assert_eq(cap_conv_emit_until(c, 200), 0);
+	cr_assert_eq(m.n, 2);
+	/* Arrives after 150 went out: written at 150 keeping its length. */
+	push_kernel(c, 120, 130, 3, "late");
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 3);
+	cr_assert_eq(m.recs[2].start, 150);
+	cr_assert_eq(m.recs[2].end, 160);
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.late, 1);
+	cr_assert_eq(st.emitted, 3);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+Test(capture_convert, strings_interned_once)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	struct cap_rec r;
+	memset(&r, 0, sizeof(r));
+	r.rec.type = TREC_API;
+	r.rec.start = 1;
+	r.rec.end = 5;
+	r.name = "cudaMalloc";
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+	r.rec.start = 6;
+	r.rec.end = 9;
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+	memset(&r, 0, sizeof(r));
+	r.rec.type = TREC_RANGE;
+	r.rec.start = 2;
+	r.rec.end = 8;
+	r.rec.u.range.depth = 1;
+	r.name = "step";
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 3);
+	cr_assert_eq(m.nstrs, 2);
+	cr_assert_eq(m.recs[0].u.api.name, m.recs[2].u.api.name);
+	cr_assert_str_eq(m.strs[m.recs[1].u.range.name], "step");
+	cr_assert_eq(m.recs[1].u.range.depth, 1);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+Test(capture_convert, unclaimed_records_freed)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	struct cap_link l[] = {{1, 0x10}};
+	push_kernel(c, 1, 2, 3, "never_emitted");
+	cr_assert_eq(cap_conv_link(c, 99, l, 1), 0);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.pending, 1);
+	cap_conv_free(c);  /* ASan build: no leak */
+	cr_assert_eq(m.n, 0);
+}
+
+/* ------------------------------------------------------------- through the writer */
+
+struct wr_ctx { struct trace_writer *w; };
+
+static uint32_t wr_intern(void *ctx, const char *s)
+{
+	return trace_writer_intern(((struct wr_ctx *)ctx)->w, s);
+}
+
+static int wr_record(void *ctx, const struct trace_rec *rec)
+{
+	return trace_writer_record(((struct wr_ctx *)ctx)->w, rec);
+}
+
+Test(capture_convert, round_trip_through_writer_and_reader)
+{
+	char path[] = "/tmp/test_capture_XXXXXX.trace.gz";
+	int fd = mkstemps(path, 9);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	char err[256];
+	struct wr_ctx ctx = {trace_writer_open(path, TRACE_W_STREAM, err, sizeof(err))};
+	cr_assert_not_null(ctx.w, "%s", err);
+	struct trace_header h;
+	memset(&h, 0, sizeof(h));
+	h.version = TRACE_FORMAT_VERSION;
+	h.producer = "test";
+	h.gpu = "NVIDIA H200";
+	cr_assert_eq(trace_writer_header(ctx.w, &h), 0);
+	struct cap_sink s = {&ctx, wr_intern, wr_record};
+	struct cap_conv *c = cap_conv_new(&s);
+	cr_assert_not_null(c);
+	push_kernel(c, 1000, 1100, 30, "fill");
+	push_alloc(c, 500, 0x7f0000000000ull, 1 << 20, 3, "libtorch_cuda.so");
+	struct cap_link l[] = {{3, 0x7f0000000000ull}};
+	cr_assert_eq(cap_conv_link(c, 30, l, 1), 0);
+	push_free(c, 2000, 0x7f0000000000ull);
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(trace_writer_close(ctx.w, 1, 7, err, sizeof(err)), 0, "%s", err);
+	cap_conv_free(c);
+
+	struct trace_reader *r = trace_reader_open(path);
+	cr_assert_not_null(r);
+	cr_assert_eq(trace_reader_status(r), 0, "%s", trace_reader_error(r));
+	struct trace_rec rec;
+	enum trace_rec_type want[] = {TREC_ALLOC, TREC_KERNEL, TREC_FREE};
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(trace_reader_next(r, &rec), TRACE_OK, "%s", trace_reader_error(r));
+		cr_assert_eq(rec.type, want[i]);
+		if (rec.type == TREC_ALLOC) {
+			cr_assert_eq(rec.u.mem.id, 0);
+			cr_assert_str_eq(trace_reader_string(r, rec.u.mem.source), "libtorch_cuda.so");
+		} else if (rec.type == TREC_KERNEL) {
+			cr_assert_str_eq(trace_reader_string(r, rec.u.kernel.name), "fill");
+			cr_assert_eq(rec.u.kernel.nlinks, 1);
+			cr_assert_eq(rec.u.kernel.links[0], 0);
+			cr_assert_eq(rec.end, 1100);
+		}
+	}
+	cr_assert_eq(trace_reader_next(r, &rec), TRACE_EOF);
+	cr_assert(trace_reader_trailer(r)->present);
+	cr_assert_eq(trace_reader_trailer(r)->records, 3);
+	cr_assert_eq(trace_reader_trailer(r)->dropped, 7);
+	trace_reader_close(r);
+	unlink(path);
+}
+
+/* ------------------------------------------------------------- launcher */
+
+static const char *bin(void)
+{
+	const char *b = getenv("GPUMEMSIM_BIN");
+	return b ? b : "build/gpumemsim";
+}
+
+/* Run a shell command line; its exit status. */
+static int sh(const char *cmd)
+{
+	int st = system(cmd);
+	cr_assert_neq(st, -1);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A stand-in library file: the launcher only needs it to exist. */
+static void fake_lib(char *path)
+{
+	strcpy(path, "/tmp/test_capture_lib_XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	static char buf[65536];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+Test(capture_launcher, sets_environment_and_passes_exit_status)
+{
+	char lib[64], envf[] = "/tmp/test_capture_env_XXXXXX", cmd[1024];
+	fake_lib(lib);
+	int fd = mkstemp(envf);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "cd /tmp && GPUMEMSIM_CAPTURE_LIB=%s %s capture -o rel_out.trace.gz --label batch=64 "
+		 "--label model=resnet50 --no-links -- sh -c 'env > %s; exit 3' 2>/dev/null",
+		 lib, bin(), envf);
+	cr_assert_eq(sh(cmd), 3, "exit status passed through");
+	const char *env = slurp(envf);
+	char want[256];
+	snprintf(want, sizeof(want), "CUDA_INJECTION64_PATH=%s\n", lib);
+	cr_assert(strstr(env, want), "%s", env);
+	snprintf(want, sizeof(want), "NVTX_INJECTION64_PATH=%s\n", lib);
+	cr_assert(strstr(env, want), "%s", env);
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_OUT=/tmp/rel_out.trace.gz\n"), "absolute: %s", env);
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LINKS=0\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LABELS=batch=64\nmodel=resnet50\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_REPORT=/tmp/gpumemsim-capture-"));
+	unlink(envf);
+	unlink(lib);
+}
+
+Test(capture_launcher, links_default_on_and_output_untouched)
+{
+	char lib[64], cmd[1024], outf[] = "/tmp/test_capture_out_XXXXXX";
+	fake_lib(lib);
+	int fd = mkstemp(outf);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "GPUMEMSIM_CAPTURE_LIB=%s %s capture -o /tmp/x.trace -- sh -c "
+		 "'echo out; echo $GPUMEMSIM_CAPTURE_LINKS' > %s 2>/dev/null", lib, bin(), outf);
+	cr_assert_eq(sh(cmd), 0);
+	cr_assert_str_eq(slurp(outf), "out\n1\n", "the program's stdout only");
+	unlink(outf);
+	unlink(lib);
+}
+
+Test(capture_launcher, usage_and_failures)
+{
+	char lib[64], cmd[1024];
+	fake_lib(lib);
+	const struct { const char *args; int rc; } cases[] = {
+		{"", 2},                                  /* no program */
+		{"--", 2},
+		{"--label nokey -- true", 2},
+		{"--label 'a b=c' -- true", 2},
+		{"--bogus -- true", 2},
+		{"-o", 2},
+		{"-o /nonexistent-dir/x.trace -- true", 1},
+		{"-- /nonexistent-program", 127},
+		{"-- sh -c 'kill -TERM $$'", 128 + 15},
+		{"--help", 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "GPUMEMSIM_CAPTURE_LIB=%s %s capture %s >/dev/null 2>&1",
+			 lib, bin(), cases[i].args);
+		cr_assert_eq(sh(cmd), cases[i].rc, "capture %s", cases[i].args);
+	}
+	snprintf(cmd, sizeof(cmd), "GPUMEMSIM_CAPTURE_LIB=/nonexistent.so %s capture -- true 2>/dev/null", bin());
+	cr_assert_eq(sh(cmd), 1, "missing library");
+	unlink(lib);
+}
