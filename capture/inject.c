@@ -62,7 +62,7 @@ static pthread_mutex_t cap_live_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cap_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct trace_writer *cap_writer;
 static struct cap_conv *cap_conv;
-static int cap_header_done;
+static atomic_int cap_header_done;
 static char cap_path[4096];
 static char cap_report[4096];
 static pid_t cap_pid;
@@ -137,23 +137,21 @@ static char *cap_strdup_printf(const char *fmt, ...)
 	return strdup(buf);
 }
 
-/* The NVIDIA kernel module's version ("580.159.04"), or NULL. */
+/* The NVIDIA kernel module's version ("580.159.04"): the first word of
+ * /proc/driver/nvidia/version that looks like N.N[.N]; NULL if none. */
 static char *cap_driver_version(void)
 {
 	FILE *f = fopen("/proc/driver/nvidia/version", "r");
-	char line[512];
-	char *res = NULL;
+	char line[512], *save = NULL, *res = NULL;
 	if (!f)
 		return NULL;
 	if (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "Kernel Module");
-		if (p) {
-			p += strlen("Kernel Module");
-			while (*p == ' ')
-				p++;
-			size_t n = strcspn(p, " \n");
-			if (n)
-				res = strndup(p, n);
+		for (char *w = strtok_r(line, " \t\n", &save); w && !res; w = strtok_r(NULL, " \t\n", &save)) {
+			size_t digits = strspn(w, "0123456789."), dots = 0;
+			for (char *p = w; *p; p++)
+				dots += *p == '.';
+			if (digits == strlen(w) && dots >= 1 && w[0] != '.')
+				res = strdup(w);
 		}
 	}
 	fclose(f);
@@ -198,27 +196,31 @@ static char *cap_command_line(void)
 }
 
 /* Write the header once, before the first record: written late (not at
- * cuInit) because CUDA calls are not allowed inside InitializeInjection. */
-static void cap_write_header(void)
+ * cuInit) because CUDA calls are not allowed inside InitializeInjection.
+ * Returns 0 when written; -1 while the driver cannot answer yet and FORCE
+ * is 0 (records wait until it can). The driver is asked without cap_lock
+ * held (CUPTI may deliver buffers on this thread); the write takes it. */
+static int cap_write_header(int force)
 {
 	struct trace_header h;
 	char name[256] = "unknown";
 	CUdevice dev;
-	int major = 0, minor = 0, drv = 0;
+	int major = 0, minor = 0, drv = 0, rc = 0;
 	size_t total = 0;
 	uint32_t cupti_ver = 0;
 	struct trace_label labels[64];
 	char *labtext = NULL;
 
-	if (cap_header_done)
-		return;
-	cap_header_done = 1;
+	if (atomic_load(&cap_header_done))
+		return 0;
 	memset(&h, 0, sizeof(h));
 	if (cuDeviceGet(&dev, 0) == CUDA_SUCCESS) {
 		cuDeviceGetName(name, sizeof(name), dev);
 		cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
 		cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
 		cuDeviceTotalMem(&total, dev);
+	} else if (!force) {
+		return -1;
 	}
 	cuDriverGetVersion(&drv);
 	cuptiGetVersion(&cupti_ver);
@@ -250,8 +252,15 @@ static void cap_write_header(void)
 		}
 		h.labels = labels;
 	}
-	if (trace_writer_header(cap_writer, &h) < 0)
-		fprintf(stderr, "gpumemsim capture: cannot write the header of %s\n", cap_path);
+	pthread_mutex_lock(&cap_lock);
+	if (cap_writer && !atomic_load(&cap_header_done)) {
+		if (trace_writer_header(cap_writer, &h) < 0) {
+			fprintf(stderr, "gpumemsim capture: cannot write the header of %s\n", cap_path);
+			rc = -1;
+		}
+		atomic_store(&cap_header_done, 1);
+	}
+	pthread_mutex_unlock(&cap_lock);
 	free(h.compute_capability);
 	free(h.driver);
 	free(h.cuda);
@@ -259,6 +268,7 @@ static void cap_write_header(void)
 	free(h.cudnn);
 	free(h.command);
 	free(labtext);
+	return rc;
 }
 
 /* ------------------------------------------------------------- activity */
@@ -589,17 +599,24 @@ static void cap_scan_words(const void *p, size_t size, struct cap_link *links, s
 	}
 }
 
-/* cudart's cudaGetFuncBySymbol, from the copy the program loaded (never a
- * second one of ours): a host stub only means something to that copy. */
+/* cudart's cudaGetFuncBySymbol (and its error getters), from the copy the
+ * program loaded (never a second one of ours): a host stub only means
+ * something to that copy. Absent when the program links cudart statically. */
+typedef int (*cap_err_fn)(void);
+static cap_err_fn cap_peek_error, cap_get_error;
+
 static int cap_find_cudart(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
+	(void)data;
 	if (info->dlpi_name && strstr(info->dlpi_name, "libcudart.so")) {
 		void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
-			*(void **)data = dlsym(h, "cudaGetFuncBySymbol");
+			cap_get_func_by_symbol = (cap_get_func_fn)dlsym(h, "cudaGetFuncBySymbol");
+			cap_peek_error = (cap_err_fn)dlsym(h, "cudaPeekAtLastError");
+			cap_get_error = (cap_err_fn)dlsym(h, "cudaGetLastError");
 			dlclose(h);
-			return *(void **)data != NULL;
+			return cap_get_func_by_symbol && cap_peek_error && cap_get_error;
 		}
 	}
 	return 0;
@@ -607,10 +624,36 @@ static int cap_find_cudart(struct dl_phdr_info *info, size_t size, void *data)
 
 static void cap_cudart_init(void)
 {
-	void *fn = dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol");
-	if (!fn)
-		dl_iterate_phdr(cap_find_cudart, &fn);
-	cap_get_func_by_symbol = (cap_get_func_fn)fn;
+	cap_get_func_by_symbol = (cap_get_func_fn)dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol");
+	cap_peek_error = (cap_err_fn)dlsym(RTLD_DEFAULT, "cudaPeekAtLastError");
+	cap_get_error = (cap_err_fn)dlsym(RTLD_DEFAULT, "cudaGetLastError");
+	if (!cap_get_func_by_symbol || !cap_peek_error || !cap_get_error)
+		dl_iterate_phdr(cap_find_cudart, NULL);
+	if (!cap_peek_error || !cap_get_error)
+		cap_get_func_by_symbol = NULL;
+}
+
+/* Parameter info for cudaLaunchKernel's FUNC, which is either a host stub
+ * (an address inside a loaded image: ask the program's cudart, leaving its
+ * last-error state as it was) or a cudaKernel_t (a driver object on the
+ * heap: CUDA 13's <<<>>> path passes these; ask the driver). */
+static const struct cap_params *cap_param_info(void *handle, int is_kernel);
+static const struct cap_params *cap_stub_params(const void *func)
+{
+	Dl_info info;
+	void *fn = NULL;
+	if (!func)
+		return NULL;
+	if (!dladdr(func, &info))
+		return cap_param_info((void *)func, 1);
+	pthread_once(&cap_cudart_once, cap_cudart_init);
+	if (!cap_get_func_by_symbol || cap_peek_error() != 0)
+		return NULL;
+	if (cap_get_func_by_symbol(&fn, func) != 0) {
+		cap_get_error();   /* the error is ours: the state was clean before */
+		return NULL;
+	}
+	return cap_param_info(fn, 0);
 }
 
 /* Parameter offsets/sizes of a kernel, cached by handle. IS_KERNEL: HANDLE
@@ -767,10 +810,7 @@ static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 				stub = p->func;
 				args = p->args;
 			}
-			void *fn = NULL;
-			pthread_once(&cap_cudart_once, cap_cudart_init);
-			if (cap_get_func_by_symbol && cap_get_func_by_symbol(&fn, stub) == 0)
-				cap_launch(cb->correlationId, cap_param_info(fn, 0), args, NULL);
+			cap_launch(cb->correlationId, cap_stub_params(stub), args, NULL);
 		}
 		break;
 	default:
@@ -861,9 +901,10 @@ static void cap_flush_now(int all)
 	uint64_t t = cap_now();
 	uint64_t lag = (uint64_t)cap_lag_ms * 1000000ull;
 	cuptiActivityFlushAll(all ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+	if (cap_write_header(all) < 0 && !atomic_load(&cap_header_done))
+		return;
 	pthread_mutex_lock(&cap_lock);
 	if (cap_writer) {
-		cap_write_header();
 		if (all)
 			cap_conv_emit_all(cap_conv);
 		else if (t > lag)
@@ -934,10 +975,10 @@ static void cap_finalize(void)
 	}
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	atomic_store(&cap_active, 0);
+	cap_write_header(1);
 	pthread_mutex_lock(&cap_lock);
 	if (!cap_writer)
 		goto out;
-	cap_write_header();
 	/* Ranges never closed end where the capture ends. */
 	for (size_t i = 0; i < cap_nranges; i++) {
 		struct cap_rec c;

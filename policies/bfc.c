@@ -42,18 +42,31 @@
 #define BFC_MIB (1ull << 20)
 #define BFC_DEFAULT_FRAG (128ull << 20)
 #define BFC_UNKNOWN_CAPACITY (80ull << 30)  /* when neither trace nor CLI says */
-/* ------------------------------------------ ordered set of key pairs */
+/*
+ * A chunk: a piece of a region, live or free. Free chunks are also the nodes
+ * of the free set, keyed by (size, ptr): BFC's bins in one ordered set.
+ */
+struct bfc_chunk {
+	union { uint64_t k1, size; };
+	union { uint64_t k2, ptr; };
+	uint32_t l, r, p, pri;  /* free-set links (while free) */
+	uint32_t prev, next;    /* neighbours inside the region, 0 = none */
+	uint32_t region;        /* index into regions */
+	uint32_t in_use;        /* also the free-slot link when unused */
+};
+
+/* ------------------------------------- intrusive ordered set (treap) */
 
 /*
- * A treap keyed by (k1, k2) with a u64 payload, nodes in one growable array
- * addressed by index (0 = none) so realloc never invalidates a reference.
- * Priorities are a hash of the key, so the shape (and every result) is the
- * same on every run. Expected O(log n) per operation.
+ * The free set is a treap threaded through the chunk array itself (node i is
+ * element i, 0 = none), keyed by (k1, k2) and linked to its parent, so an
+ * element leaves the set by handle with no search and joining it allocates
+ * nothing. Priorities are a hash of the key: the shape, like every result,
+ * is the same on every run. Expected O(log n) search, O(1) rotations.
  */
-struct ps_node { uint64_t k1, k2, val; uint32_t l, r, pri; };
-struct pset { struct ps_node *n; uint32_t cap, used, freelist, root; uint64_t count; };
+struct tr_set { uint32_t root, count; };
 
-static uint32_t ps_hash(uint64_t a, uint64_t b)
+static uint32_t tr_prio(uint64_t a, uint64_t b)
 {
 	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
 	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
@@ -61,147 +74,103 @@ static uint32_t ps_hash(uint64_t a, uint64_t b)
 	return (uint32_t)x;
 }
 
-static int ps_lt(const struct ps_node *a, uint64_t k1, uint64_t k2)
+static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
 {
-	return a->k1 < k1 || (a->k1 == k1 && a->k2 < k2);
+	return a1 < b1 || (a1 == b1 && a2 < b2);
 }
 
-static void ps_free_all(struct pset *s)
+/* Lift X above its parent, keeping the in-order sequence. */
+static void tr_rotate_up(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
 {
-	free(s->n);
-	memset(s, 0, sizeof *s);
-}
-
-/* Trees with keys < (k1,k2) into *L, the rest into *R. */
-static void ps_split(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2,
-		     uint32_t *l, uint32_t *r)
-{
-	if (!t) { *l = *r = 0; return; }
-	if (ps_lt(&s->n[t], k1, k2)) {
-		ps_split(s, s->n[t].r, k1, k2, &s->n[t].r, r);
-		*l = t;
+	uint32_t p = n[x].p, g = n[p].p, c;
+	if (n[p].l == x) {
+		c = n[x].r;
+		n[p].l = c;
+		n[x].r = p;
 	} else {
-		ps_split(s, s->n[t].l, k1, k2, l, &s->n[t].l);
-		*r = t;
+		c = n[x].l;
+		n[p].r = c;
+		n[x].l = p;
 	}
-}
-
-static uint32_t ps_merge(struct pset *s, uint32_t a, uint32_t b)
-{
-	if (!a || !b)
-		return a ? a : b;
-	if (s->n[a].pri > s->n[b].pri) {
-		s->n[a].r = ps_merge(s, s->n[a].r, b);
-		return a;
-	}
-	s->n[b].l = ps_merge(s, a, s->n[b].l);
-	return b;
-}
-
-static uint32_t ps_ins(struct pset *s, uint32_t t, uint32_t x)
-{
-	if (!t)
-		return x;
-	if (s->n[x].pri > s->n[t].pri) {
-		ps_split(s, t, s->n[x].k1, s->n[x].k2, &s->n[x].l, &s->n[x].r);
-		return x;
-	}
-	if (ps_lt(&s->n[x], s->n[t].k1, s->n[t].k2))
-		s->n[t].l = ps_ins(s, s->n[t].l, x);
+	if (c)
+		n[c].p = p;
+	n[p].p = x;
+	n[x].p = g;
+	if (!g)
+		t->root = x;
+	else if (n[g].l == p)
+		n[g].l = x;
 	else
-		s->n[t].r = ps_ins(s, s->n[t].r, x);
-	return t;
+		n[g].r = x;
 }
 
-/* Insert a key not present. 0, or -1 when out of memory. */
-static int ps_insert(struct pset *s, uint64_t k1, uint64_t k2, uint64_t val)
+/* Add X, whose key is set and not in the set yet. */
+static void tr_insert(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
 {
-	uint32_t x = s->freelist;
-	if (x) {
-		s->freelist = s->n[x].l;
-	} else {
-		if (s->used + 1 >= s->cap) {
-			uint32_t ncap = s->cap ? s->cap * 2 : 64;
-			struct ps_node *nn = realloc(s->n, (size_t)ncap * sizeof *nn);
-			if (!nn)
-				return -1;
-			s->n = nn;
-			s->cap = ncap;
-		}
-		x = ++s->used;
+	uint64_t k1 = n[x].k1, k2 = n[x].k2;
+	uint32_t cur = t->root, par = 0;
+	int left = 0;
+	while (cur) {
+		par = cur;
+		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
+		cur = left ? n[cur].l : n[cur].r;
 	}
-	s->n[x] = (struct ps_node){k1, k2, val, 0, 0, ps_hash(k1, k2)};
-	s->root = ps_ins(s, s->root, x);
-	s->count++;
-	return 0;
-}
-
-static uint32_t ps_del(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2, int *found)
-{
-	if (!t)
-		return 0;
-	struct ps_node *n = &s->n[t];
-	if (n->k1 == k1 && n->k2 == k2) {
-		uint32_t m = ps_merge(s, n->l, n->r);
-		s->n[t].l = s->freelist;
-		s->freelist = t;
-		*found = 1;
-		return m;
-	}
-	if (ps_lt(n, k1, k2))
-		s->n[t].r = ps_del(s, n->r, k1, k2, found);
+	n[x].l = n[x].r = 0;
+	n[x].p = par;
+	n[x].pri = tr_prio(k1, k2);
+	if (!par)
+		t->root = x;
+	else if (left)
+		n[par].l = x;
 	else
-		s->n[t].l = ps_del(s, n->l, k1, k2, found);
-	return t;
+		n[par].r = x;
+	while (n[x].p && n[n[x].p].pri < n[x].pri)
+		tr_rotate_up(n, t, x);
+	t->count++;
 }
 
-/* Remove (k1,k2); 1 if it was there. */
-static int ps_erase(struct pset *s, uint64_t k1, uint64_t k2)
+/* Take X out of the set. */
+static void tr_erase(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
 {
-	int found = 0;
-	s->root = ps_del(s, s->root, k1, k2, &found);
-	s->count -= (uint64_t)found;
-	return found;
+	while (n[x].l && n[x].r)
+		tr_rotate_up(n, t, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
+	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
+	if (c)
+		n[c].p = p;
+	if (!p)
+		t->root = c;
+	else if (n[p].l == x)
+		n[p].l = c;
+	else
+		n[p].r = c;
+	t->count--;
 }
 
-/* The smallest node >= (k1,k2), or 0. */
-static uint32_t ps_lower_bound(const struct pset *s, uint64_t k1, uint64_t k2)
+/* The smallest element >= (k1,k2), or 0. */
+static uint32_t tr_lower_bound(const struct bfc_chunk *n, const struct tr_set *t, uint64_t k1, uint64_t k2)
 {
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			t = s->n[t].r;
+	uint32_t cur = t->root, best = 0;
+	while (cur) {
+		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
+			cur = n[cur].r;
 		} else {
-			best = t;
-			t = s->n[t].l;
+			best = cur;
+			cur = n[cur].l;
 		}
 	}
 	return best;
 }
 
-/* The largest node < (k1,k2), or 0. */
-static uint32_t ps_before(const struct pset *s, uint64_t k1, uint64_t k2)
+/* The largest element, or 0. */
+static uint32_t tr_last(const struct bfc_chunk *n, const struct tr_set *t)
 {
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			best = t;
-			t = s->n[t].r;
-		} else {
-			t = s->n[t].l;
-		}
-	}
-	return best;
+	uint32_t cur = t->root;
+	while (cur && n[cur].r)
+		cur = n[cur].r;
+	return cur;
 }
 
 /* ------------------------------------------------------------ state */
-
-struct bfc_chunk {
-	uint64_t ptr, size;
-	uint32_t prev, next;   /* neighbours inside the region, 0 = none */
-	uint32_t region;       /* index into regions */
-	uint32_t in_use;       /* also the free-slot link when unused */
-};
 
 struct bfc_region { uint64_t ptr, size; uint32_t first; uint32_t live_chunks; };
 
@@ -218,7 +187,7 @@ struct bfc_state {
 	uint32_t nchunks, capchunks, free_slots;
 	struct bfc_region *regions;
 	uint32_t nregions, capregions;
-	struct pset free_set;          /* (size, ptr) -> chunk */
+	struct tr_set free_set;        /* free chunks by (size, ptr) */
 	struct u64map in_use;          /* ptr -> chunk, chunks handed out */
 	/* stats, as memory_stats() names them */
 	uint64_t bytes_in_use, peak_bytes_in_use, peak_pool_bytes;
@@ -329,11 +298,8 @@ static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream)
 	uint32_t h = bfc_new_chunk(s);
 	if (!h)
 		goto undo;
-	if (ps_insert(&s->free_set, bytes, addr, h) < 0) {
-		bfc_del_chunk(s, h);
-		goto undo;
-	}
-	s->chunks[h] = (struct bfc_chunk){addr, bytes, 0, 0, s->nregions, 0};
+	s->chunks[h] = (struct bfc_chunk){.size = bytes, .ptr = addr, .region = s->nregions};
+	tr_insert(s->chunks, &s->free_set, h);
 	s->regions[s->nregions++] = (struct bfc_region){addr, bytes, h, 0};
 	s->total_region_bytes += bytes;
 	if (s->total_region_bytes > s->peak_pool_bytes)
@@ -350,7 +316,7 @@ static void bfc_drop_region(struct bfc_state *s, uint32_t i)
 {
 	struct bfc_region *r = &s->regions[i];
 	uint32_t h = r->first;
-	ps_erase(&s->free_set, s->chunks[h].size, s->chunks[h].ptr);
+	tr_erase(s->chunks, &s->free_set, h);
 	bfc_del_chunk(s, h);
 	device_free(s->dev, r->ptr, r->size);
 	s->total_region_bytes -= r->size;
@@ -385,28 +351,27 @@ static int bfc_gc(struct bfc_state *s, uint64_t rounded)
 /* TSL's FindChunkPtr: best fit, then the split rule. */
 static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *res)
 {
-	uint32_t n = ps_lower_bound(&s->free_set, rounded, 0);
-	if (!n)
+	uint32_t h = tr_lower_bound(s->chunks, &s->free_set, rounded, 0);
+	if (!h)
 		return 0;
-	uint32_t h = (uint32_t)s->free_set.n[n].val;
 	struct bfc_chunk *c = &s->chunks[h];
-	ps_erase(&s->free_set, c->size, c->ptr);
+	tr_erase(s->chunks, &s->free_set, h);
 	if (c->size >= rounded * 2 || c->size - rounded >= s->max_frag) {
-		uint32_t t = bfc_new_chunk(s);
-		c = &s->chunks[h];          /* chunks may have moved */
-		if (t && ps_insert(&s->free_set, c->size - rounded, c->ptr + rounded, t) == 0) {
-			s->chunks[t] = (struct bfc_chunk){c->ptr + rounded, c->size - rounded,
-							  h, c->next, c->region, 0};
+		uint32_t t = bfc_new_chunk(s);  /* 0 when out of memory: hand out the whole chunk */
+		c = &s->chunks[h];              /* chunks may have moved */
+		if (t) {
+			s->chunks[t] = (struct bfc_chunk){.size = c->size - rounded,
+							  .ptr = c->ptr + rounded, .prev = h,
+							  .next = c->next, .region = c->region};
+			tr_insert(s->chunks, &s->free_set, t);
 			if (c->next)
 				s->chunks[c->next].prev = t;
 			c->next = t;
 			c->size = rounded;
-		} else if (t) {
-			bfc_del_chunk(s, t);  /* no memory: hand out the whole chunk */
 		}
 	}
 	if (u64map_put(&s->in_use, c->ptr, h) < 0) {
-		ps_insert(&s->free_set, c->size, c->ptr, h);  /* node slot is free again */
+		tr_insert(s->chunks, &s->free_set, h);
 		return 0;
 	}
 	c->in_use = 1;
@@ -453,7 +418,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t nx = c->next;
 	if (nx && !s->chunks[nx].in_use) {
 		struct bfc_chunk *n = &s->chunks[nx];
-		ps_erase(&s->free_set, n->size, n->ptr);
+		tr_erase(s->chunks, &s->free_set, nx);
 		c->size += n->size;
 		c->next = n->next;
 		if (n->next)
@@ -463,7 +428,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t pv = c->prev;
 	if (pv && !s->chunks[pv].in_use) {
 		struct bfc_chunk *p = &s->chunks[pv];
-		ps_erase(&s->free_set, p->size, p->ptr);
+		tr_erase(s->chunks, &s->free_set, pv);
 		p->size += c->size;
 		p->next = c->next;
 		if (c->next)
@@ -472,8 +437,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 		h = pv;
 		c = p;
 	}
-	if (ps_insert(&s->free_set, c->size, c->ptr, h) < 0)
-		return;     /* out of host memory: the chunk is simply not reused */
+	tr_insert(s->chunks, &s->free_set, h);
 }
 
 /* ---------------------------------------------------------- set up */
@@ -578,7 +542,7 @@ static int bfc_init(void *st, const char *conf, const struct policy_env *env,
 static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct bfc_state *s = st;
-	uint32_t top = ps_before(&s->free_set, UINT64_MAX, UINT64_MAX);
+	uint32_t top = tr_last(s->chunks, &s->free_set);
 	emit(ctx, "bytes_in_use", (int64_t)s->bytes_in_use);
 	emit(ctx, "peak_bytes_in_use", (int64_t)s->peak_bytes_in_use);
 	emit(ctx, "pool_bytes", (int64_t)s->total_region_bytes);
@@ -589,8 +553,8 @@ static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "largest_alloc_size", (int64_t)s->largest_alloc_size);
 	emit(ctx, "num_allocs", (int64_t)s->num_allocs);
 	emit(ctx, "num_garbage_collections", (int64_t)s->num_gc);
-	emit(ctx, "largest_free_block", top ? (int64_t)s->free_set.n[top].k1 : 0);
-	emit(ctx, "largest_free_bin", top ? bfc_bin(s->free_set.n[top].k1) : -1);
+	emit(ctx, "largest_free_block", top ? (int64_t)s->chunks[top].size : 0);
+	emit(ctx, "largest_free_bin", top ? bfc_bin(s->chunks[top].size) : -1);
 	emit(ctx, "cached_free_bytes", (int64_t)(s->total_region_bytes - s->bytes_in_use));
 	emit(ctx, "free_chunks", (int64_t)s->free_set.count);
 }
@@ -602,7 +566,6 @@ static void bfc_fini(void *st)
 		device_free(s->dev, s->regions[i].ptr, s->regions[i].size);
 	free(s->chunks);
 	free(s->regions);
-	ps_free_all(&s->free_set);
 	u64map_free(&s->in_use);
 	memset(s, 0, sizeof *s);
 }

@@ -69,6 +69,7 @@ struct pt_block {
 	uint32_t stream;
 	uint8_t small;                /* which pool */
 	uint8_t allocated, mapped;
+	uint8_t live;                 /* in use (not on the free list) */
 	struct pt_eseg *eseg;         /* expandable segment, or NULL */
 	struct pt_block *prev, *next; /* neighbours inside the segment */
 	struct pt_block *l, *r;       /* treap links */
@@ -171,6 +172,7 @@ static struct pt_block *block_new(struct pytorch_state *s)
 	struct pt_block *b = s->free_list;
 	s->free_list = b->next;
 	memset(b, 0, sizeof *b);
+	b->live = 1;
 	/* xorshift32: a fixed sequence, so the tree shape is reproducible */
 	uint32_t x = s->rng;
 	x ^= x << 13;
@@ -183,6 +185,7 @@ static struct pt_block *block_new(struct pytorch_state *s)
 
 static void block_delete(struct pytorch_state *s, struct pt_block *b)
 {
+	b->live = 0;
 	b->next = s->free_list;
 	s->free_list = b;
 }
@@ -1152,9 +1155,41 @@ static int pt_init(void *st, const char *conf, const struct policy_env *env,
 	return 0;
 }
 
+/* Give every segment and mapped range back to the device: the engine
+ * checks that a finished policy holds no device memory. */
+static void return_all(struct pytorch_state *s)
+{
+	for (size_t c = 0; c < s->nchunks; c++) {
+		for (size_t i = 0; i < BLOCKS_PER_CHUNK; i++) {
+			struct pt_block *b = &s->chunks[c][i];
+			if (!b->live || b->prev)
+				continue;
+			uint64_t start = b->addr, len = 0;
+			for (struct pt_block *x = b; x; x = x->next) {
+				if (!b->eseg) {
+					len += x->size;
+					continue;
+				}
+				if (x->mapped) {
+					if (!len)
+						start = x->addr;
+					len += x->size;
+				}
+				if ((!x->mapped || !x->next) && len) {
+					device_unmap(s->dev, start, len);
+					len = 0;
+				}
+			}
+			if (!b->eseg)
+				device_free(s->dev, b->addr, len);
+		}
+	}
+}
+
 static void pt_fini(void *st)
 {
 	struct pytorch_state *s = st;
+	return_all(s);
 	for (size_t i = 0; i < s->nchunks; i++)
 		free(s->chunks[i]);
 	free(s->chunks);

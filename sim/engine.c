@@ -17,12 +17,18 @@
  * slab of entries recycled through a free list, so memory follows the live
  * set, not the trace length.
  *
+ * Parsing text is as costly as simulating it, so a reader thread parses
+ * batches of records ahead of the replay (a bounded ring of a few batches:
+ * memory stays bounded); records are still replayed strictly in file order,
+ * so the thread changes speed, never results.
+ *
  * Times reported in results (timeline, events, first OOM) are simulated
  * nanoseconds since the first record's start.
  */
 #include "engine.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -636,6 +642,169 @@ static int prepass(struct engine *e, char *err, size_t errlen)
 	return 0;
 }
 
+/* ------------------------------------------------- reader thread */
+
+#define PIPE_BATCH 256
+#define PIPE_NBATCH 4
+
+struct rec_batch {
+	struct trace_rec *recs;
+	size_t n;
+	int rc;                 /* TRACE_OK: more batches follow; else the end status */
+};
+
+struct rec_pipe {
+	struct trace_reader *rd;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_full, cv_empty;
+	struct rec_batch b[PIPE_NBATCH];
+	unsigned head, tail, count;
+	int stop, started;
+};
+
+static void *pipe_main(void *arg)
+{
+	struct rec_pipe *p = arg;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (p->count == PIPE_NBATCH && !p->stop)
+			pthread_cond_wait(&p->cv_empty, &p->mu);
+		int stop = p->stop;
+		struct rec_batch *b = &p->b[p->tail];
+		pthread_mutex_unlock(&p->mu);
+		if (stop)
+			return NULL;
+		int rc = TRACE_OK;
+		size_t n = 0;
+		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &b->recs[n])) == TRACE_OK)
+			n++;
+		b->n = n;
+		b->rc = rc;
+		pthread_mutex_lock(&p->mu);
+		p->tail = (p->tail + 1) % PIPE_NBATCH;
+		p->count++;
+		pthread_cond_signal(&p->cv_full);
+		pthread_mutex_unlock(&p->mu);
+		if (rc != TRACE_OK)
+			return NULL;
+	}
+}
+
+static int pipe_start(struct rec_pipe *p, struct trace_reader *rd)
+{
+	memset(p, 0, sizeof *p);
+	p->rd = rd;
+	for (int i = 0; i < PIPE_NBATCH; i++) {
+		p->b[i].recs = malloc(PIPE_BATCH * sizeof *p->b[i].recs);
+		if (!p->b[i].recs)
+			goto fail;
+	}
+	if (pthread_mutex_init(&p->mu, NULL) != 0)
+		goto fail;
+	if (pthread_cond_init(&p->cv_full, NULL) != 0) {
+		pthread_mutex_destroy(&p->mu);
+		goto fail;
+	}
+	if (pthread_cond_init(&p->cv_empty, NULL) != 0) {
+		pthread_cond_destroy(&p->cv_full);
+		pthread_mutex_destroy(&p->mu);
+		goto fail;
+	}
+	if (pthread_create(&p->th, NULL, pipe_main, p) != 0) {
+		pthread_cond_destroy(&p->cv_empty);
+		pthread_cond_destroy(&p->cv_full);
+		pthread_mutex_destroy(&p->mu);
+		goto fail;
+	}
+	p->started = 1;
+	return 0;
+fail:
+	for (int i = 0; i < PIPE_NBATCH; i++)
+		free(p->b[i].recs);
+	return -1;
+}
+
+/* The next filled batch (blocks until the reader has one). */
+static struct rec_batch *pipe_take(struct rec_pipe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	while (p->count == 0)
+		pthread_cond_wait(&p->cv_full, &p->mu);
+	struct rec_batch *b = &p->b[p->head];
+	pthread_mutex_unlock(&p->mu);
+	return b;
+}
+
+static void pipe_release(struct rec_pipe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->head = (p->head + 1) % PIPE_NBATCH;
+	p->count--;
+	pthread_cond_signal(&p->cv_empty);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Stop the reader (if still running) and wait for it: afterwards the
+ * reader belongs to the engine thread again. */
+static void pipe_stop(struct rec_pipe *p)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->cv_empty);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	pthread_cond_destroy(&p->cv_empty);
+	pthread_cond_destroy(&p->cv_full);
+	pthread_mutex_destroy(&p->mu);
+	for (int i = 0; i < PIPE_NBATCH; i++)
+		free(p->b[i].recs);
+	p->started = 0;
+}
+
+/* The replay proper: every record in file order. */
+static int replay_all(struct engine *e, char *err, size_t errlen)
+{
+	struct rec_pipe p;
+	uint64_t nrec = 0;
+	int progressed = 0, ret = 0, rc = TRACE_OK;
+	if (pipe_start(&p, e->rd) < 0) {
+		snprintf(err, errlen, "%s: cannot start the reader thread", e->path);
+		return -1;
+	}
+	for (;;) {
+		struct rec_batch *b = pipe_take(&p);
+		for (size_t i = 0; i < b->n; i++) {
+			if (replay_one(e, &b->recs[i], err, errlen) < 0) {
+				ret = -1;
+				break;
+			}
+			if (e->o->progress && !(++nrec & PROGRESS_MASK)) {
+				fprintf(stderr, "\r%s: %" PRIu64 " records", e->path, nrec);
+				progressed = 1;
+			}
+		}
+		rc = b->rc;
+		pipe_release(&p);
+		if (ret < 0 || rc != TRACE_OK)
+			break;
+	}
+	pipe_stop(&p);
+	if (progressed)
+		fputc('\n', stderr);
+	if (ret < 0)
+		return -1;
+	if (rc == TRACE_ERR_TRUNCATED) {
+		e->res->complete = 0;
+	} else if (rc < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
+		return -1;
+	}
+	return 0;
+}
+
 /* ----------------------------------------------------------- sim_run */
 
 /*
@@ -645,10 +814,7 @@ static int prepass(struct engine *e, char *err, size_t errlen)
 int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size_t errlen)
 {
 	struct engine e;
-	struct trace_rec rec;
-	int ret = -1, rc;
-	uint64_t nrec = 0;
-	int progressed = 0;
+	int ret = -1;
 
 	memset(&e, 0, sizeof e);
 	memset(res, 0, sizeof *res);
@@ -711,26 +877,12 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	if (e.pol->prepass && prepass(&e, err, errlen) < 0)
 		goto out;
 
-	while ((rc = trace_reader_next(e.rd, &rec)) == TRACE_OK) {
-		if (replay_one(&e, &rec, err, errlen) < 0)
-			goto out;
-		if (o->progress && !(++nrec & PROGRESS_MASK)) {
-			fprintf(stderr, "\r%s: %" PRIu64 " records", e.path, nrec);
-			progressed = 1;
-		}
-	}
-	if (rc == TRACE_ERR_TRUNCATED) {
-		res->complete = 0;
-	} else if (rc < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(e.rd));
+	if (replay_all(&e, err, errlen) < 0)
 		goto out;
-	}
 	if (finish(&e, err, errlen) < 0)
 		goto out;
 	ret = 0;
 out:
-	if (progressed)
-		fputc('\n', stderr);
 	if (e.pol_live && e.pol->fini)
 		e.pol->fini(e.st);
 	free(e.st);

@@ -35,7 +35,8 @@ static void cnn_usage(FILE *f)
 	      "           [--print-every N] [--lr X]\n"
 	      "Trains a CNN on synthetic data with one cudaMalloc/cudaFree per tensor.\n"
 	      "Defaults: --model resnet --batch 32 --image 64 --steps 20 --classes 10\n"
-	      "          --workspace-limit 1024 --algo fastest --seed 1 --print-every 5 --lr 0.02\n",
+	      "          --workspace-limit 1024 --algo fastest --seed 1 --print-every 5\n"
+	      "          --lr 0.02 (resnet) or 0.01 (vgg)\n",
 	      f);
 }
 
@@ -70,7 +71,7 @@ static void cnn_parse(int argc, char **argv, struct cnn_opts *o)
 	};
 	*o = (struct cnn_opts){ .model = "resnet", .batch = 32, .image = 64,
 		.steps = 20, .classes = 10, .print_every = 5, .ws_mib = 1024,
-		.mode = CNN_ALGO_FASTEST, .algo = "fastest", .seed = 1, .lr = 0.02 };
+		.mode = CNN_ALGO_FASTEST, .algo = "fastest", .seed = 1, .lr = 0 };
 	int c;
 	char *end;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -142,9 +143,13 @@ static int cnn_build_vgg(struct cnn_net *nt, const int *cfg, int ncfg, int class
 		x = cnn_cbr(nt, a, b, c, x, cfg[i], 3, 1, 1);
 		idx++;
 	}
+	/* Batch norm after the hidden FC layers: without it the wide first
+	 * FC layer (512*7*7 inputs at 224) diverges at these learning rates. */
 	x = cnn_fc(nt, "fc1", x, 512);
+	x = cnn_bn(nt, "bn_fc1", x);
 	x = cnn_relu(nt, "relu_fc1", x);
 	x = cnn_fc(nt, "fc2", x, 512);
+	x = cnn_bn(nt, "bn_fc2", x);
 	x = cnn_relu(nt, "relu_fc2", x);
 	return cnn_fc(nt, "fc3", x, classes);
 }
@@ -303,6 +308,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cnn: --model %s: expected vgg, vgg16, resnet or resnet34\n", o.model);
 		return 2;
 	}
+	if ((is_vgg || is_vgg16) && o.batch < 2) {
+		fprintf(stderr, "cnn: --batch 1: the VGG classifier's batch norm needs at least 2\n");
+		return 2;
+	}
+	if (o.lr <= 0)
+		o.lr = (is_vgg || is_vgg16) ? 0.01 : 0.02;
 	printf("cnn: model=%s batch=%d image=%d algo=%s steps=%d classes=%d workspace_limit_mib=%ld seed=%llu lr=%g\n",
 	       o.model, o.batch, o.image, o.algo, o.steps, o.classes, o.ws_mib,
 	       (unsigned long long)o.seed, o.lr);

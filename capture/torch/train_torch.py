@@ -61,9 +61,19 @@ def add_layer_ranges(model):
     for name, mod in model.named_modules():
         if name == "" or any(True for _ in mod.children()):
             continue
-        label = name + ".fwd"
-        mod.register_forward_pre_hook(lambda m, i, label=label: torch.cuda.nvtx.range_push(label))
-        mod.register_forward_hook(lambda m, i, o: torch.cuda.nvtx.range_pop())
+        mod.register_forward_pre_hook(_push_hook(name + ".fwd"))
+        mod.register_forward_hook(_pop_hook)
+
+
+def _push_hook(label):
+    # A pre-hook's non-None return replaces the module's input: return None.
+    def hook(mod, inputs):
+        torch.cuda.nvtx.range_push(label)
+    return hook
+
+
+def _pop_hook(mod, inputs, output):
+    torch.cuda.nvtx.range_pop()
 
 
 def train(args, nvtx):
