@@ -58,14 +58,12 @@ struct bfc_chunk {
 /* ------------------------------------- intrusive ordered set (treap) */
 
 /*
- * The free set is a treap threaded through the chunk array itself (node i is
- * element i, 0 = none), keyed by (k1, k2) and linked to its parent, so an
- * element leaves the set by handle with no search and joining it allocates
+ * Treaps threaded through the chunk array itself (node i is chunk i, 0 =
+ * none), keyed by (k1, k2) = (size, ptr) and linked to the parent, so a
+ * chunk leaves its set by handle with no search and joining one allocates
  * nothing. Priorities are a hash of the key: the shape, like every result,
  * is the same on every run. Expected O(log n) search, O(1) rotations.
  */
-struct tr_set { uint32_t root, count; };
-
 static uint32_t tr_prio(uint64_t a, uint64_t b)
 {
 	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
@@ -80,7 +78,7 @@ static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
 }
 
 /* Lift X above its parent, keeping the in-order sequence. */
-static void tr_rotate_up(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
+static void tr_rotate_up(struct bfc_chunk *n, uint32_t *root, uint32_t x)
 {
 	uint32_t p = n[x].p, g = n[p].p, c;
 	if (n[p].l == x) {
@@ -97,7 +95,7 @@ static void tr_rotate_up(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
 	n[p].p = x;
 	n[x].p = g;
 	if (!g)
-		t->root = x;
+		*root = x;
 	else if (n[g].l == p)
 		n[g].l = x;
 	else
@@ -105,10 +103,10 @@ static void tr_rotate_up(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
 }
 
 /* Add X, whose key is set and not in the set yet. */
-static void tr_insert(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
+static void tr_insert(struct bfc_chunk *n, uint32_t *root, uint32_t x)
 {
 	uint64_t k1 = n[x].k1, k2 = n[x].k2;
-	uint32_t cur = t->root, par = 0;
+	uint32_t cur = *root, par = 0;
 	int left = 0;
 	while (cur) {
 		par = cur;
@@ -119,37 +117,35 @@ static void tr_insert(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
 	n[x].p = par;
 	n[x].pri = tr_prio(k1, k2);
 	if (!par)
-		t->root = x;
+		*root = x;
 	else if (left)
 		n[par].l = x;
 	else
 		n[par].r = x;
 	while (n[x].p && n[n[x].p].pri < n[x].pri)
-		tr_rotate_up(n, t, x);
-	t->count++;
+		tr_rotate_up(n, root, x);
 }
 
 /* Take X out of the set. */
-static void tr_erase(struct bfc_chunk *n, struct tr_set *t, uint32_t x)
+static void tr_erase(struct bfc_chunk *n, uint32_t *root, uint32_t x)
 {
 	while (n[x].l && n[x].r)
-		tr_rotate_up(n, t, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
+		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
 	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
 	if (c)
 		n[c].p = p;
 	if (!p)
-		t->root = c;
+		*root = c;
 	else if (n[p].l == x)
 		n[p].l = c;
 	else
 		n[p].r = c;
-	t->count--;
 }
 
 /* The smallest element >= (k1,k2), or 0. */
-static uint32_t tr_lower_bound(const struct bfc_chunk *n, const struct tr_set *t, uint64_t k1, uint64_t k2)
+static uint32_t tr_lower_bound(const struct bfc_chunk *n, uint32_t root, uint64_t k1, uint64_t k2)
 {
-	uint32_t cur = t->root, best = 0;
+	uint32_t cur = root, best = 0;
 	while (cur) {
 		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
 			cur = n[cur].r;
@@ -162,11 +158,20 @@ static uint32_t tr_lower_bound(const struct bfc_chunk *n, const struct tr_set *t
 }
 
 /* The largest element, or 0. */
-static uint32_t tr_last(const struct bfc_chunk *n, const struct tr_set *t)
+static uint32_t tr_last(const struct bfc_chunk *n, uint32_t root)
 {
-	uint32_t cur = t->root;
+	uint32_t cur = root;
 	while (cur && n[cur].r)
 		cur = n[cur].r;
+	return cur;
+}
+
+/* The smallest element, or 0. */
+static uint32_t tr_first(const struct bfc_chunk *n, uint32_t root)
+{
+	uint32_t cur = root;
+	while (cur && n[cur].l)
+		cur = n[cur].l;
 	return cur;
 }
 

@@ -17,6 +17,7 @@ static const struct command commands[] = {
 	{"run", cmd_run, "replay a trace under an allocator policy, store the result"},
 	{"trace", cmd_trace, "validate, print or summarise a trace (validate|cat|stats)"},
 	{"policies", cmd_policies, "list allocator policies and their knobs"},
+	{"table", cmd_table, "compare the stored runs: peak per policy and setting, against the floor"},
 	{"import", cmd_import, "convert another tool's memory record into a trace"},
 	{"capture", cmd_capture, "run a CUDA program under CUPTI and write its trace"},
 	{"validate", cmd_validate, "compare replays with recorded runs of real allocators"},

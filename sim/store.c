@@ -364,6 +364,33 @@ out:
 	return ret;
 }
 
+int store_query(struct store *s, const char *sql, const char *const *params, int nparams,
+		store_row_fn row, void *ctx, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	if (prepare(s, sql, &st, err, errlen) < 0)
+		return -1;
+	for (int i = 0; i < nparams; i++)
+		sqlite3_bind_text(st, i + 1, params[i], -1, SQLITE_TRANSIENT);
+	int n = 0, rc, ncols = sqlite3_column_count(st);
+	const char *cols[64];
+	if (ncols > 64)
+		ncols = 64;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		for (int c = 0; c < ncols; c++)
+			cols[c] = (const char *)sqlite3_column_text(st, c);
+		n++;
+		if (row(ctx, ncols, cols))
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		snprintf(err, errlen, "%s: query failed: %s", s->path, sqlite3_errmsg(s->db));
+		n = -1;
+	}
+	sqlite3_finalize(st);
+	return n;
+}
+
 /* Finalises every statement first so sqlite3_close can release the file. */
 void store_close(struct store *s)
 {

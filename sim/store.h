@@ -25,6 +25,16 @@ struct store *store_open(const char *path, char *err, size_t errlen);
 int store_save_run(struct store *s, const struct sim_result *r, const char *tool_version,
 		   int64_t *run_id, char *err, size_t errlen);
 
+/*
+ * Read-only query for reports: run SQL (one statement, parameters bound as
+ * text from PARAMS) and call ROW for each row with its columns as text (NULL
+ * for SQL NULL). ROW returns non-zero to stop. Returns the number of rows, or
+ * -1 with ERR.
+ */
+typedef int (*store_row_fn)(void *ctx, int ncols, const char *const *cols);
+int store_query(struct store *s, const char *sql, const char *const *params, int nparams,
+		store_row_fn row, void *ctx, char *err, size_t errlen);
+
 void store_close(struct store *s);
 
 #endif /* SIM_STORE_H */

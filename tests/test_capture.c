@@ -17,6 +17,10 @@
 #include "../capture/convert.h"
 #include "../traces/trace.h"
 
+/* The GPU test's checker, reused on the probe trace captured on the H200. */
+#define GPU_PROBE_CHECK_NO_MAIN
+#include "../capture/tests/gpu_probe_check.c"
+
 /* ------------------------------------------------------------- a sink in memory */
 
 struct mem_sink {
@@ -440,4 +444,79 @@ Test(capture_launcher, usage_and_failures)
 	snprintf(cmd, sizeof(cmd), "GPUMEMSIM_CAPTURE_LIB=/nonexistent.so %s capture -- true 2>/dev/null", bin());
 	cr_assert_eq(sh(cmd), 1, "missing library");
 	unlink(lib);
+}
+
+/* ------------------------------------------------------------- traces captured on the H200 */
+
+Test(capture_data, probe_trace_matches_what_the_probe_did)
+{
+	cr_assert_eq(gpu_probe_check("capture/tests/data/probe.trace.gz",
+				     "capture/tests/data/probe.expect"), 0);
+}
+
+Test(capture_data, probe_check_catches_a_wrong_expectation)
+{
+	char exp[] = "/tmp/test_capture_expect_XXXXXX";
+	int fd = mkstemp(exp);
+	cr_assert_geq(fd, 0);
+	FILE *f = fdopen(fd, "w");
+	/* The real file with B's size off by one: its alloc is no longer found. */
+	const char *real = slurp("capture/tests/data/probe.expect");
+	char a[32], b[32], c[32], d[32];
+	unsigned long long sa, sb, sc, sd;
+	cr_assert_eq(sscanf(real, "A %31s %llu B %31s %llu C %31s %llu D %31s %llu", a, &sa, b, &sb,
+			    c, &sc, d, &sd), 8);
+	fprintf(f, "A %s %llu\nB %s %llu\nC %s %llu\nD %s %llu\n", a, sa, b, sb + 1, c, sc, d, sd);
+	fclose(f);
+	cr_assert_gt(gpu_probe_check("capture/tests/data/probe.trace.gz", exp), 0);
+	unlink(exp);
+}
+
+/* ResNet-18, 1 warm-up + 3 training steps, PYTORCH_NO_CUDA_MEMORY_CACHING=1:
+ * every tensor its own cudaMalloc, so links name the framework's tensors. */
+Test(capture_data, resnet18_trace_is_complete_and_linked)
+{
+	struct trace_reader *r = trace_reader_open("capture/tests/data/resnet18-nocache.trace.gz");
+	cr_assert_not_null(r);
+	cr_assert_eq(trace_reader_status(r), 0, "%s", trace_reader_error(r));
+	const struct trace_header *h = trace_reader_header(r);
+	cr_assert_str_eq(h->gpu, "NVIDIA H200");
+	cr_assert_str_eq(h->compute_capability, "9.0");
+	cr_assert_str_eq(h->cudnn, "91900");
+	cr_assert_eq(h->nlabels, 2);
+	cr_assert_str_eq(h->labels[0].key, "model");
+	cr_assert_str_eq(h->labels[0].value, "resnet18");
+	struct trace_rec rec;
+	uint64_t allocs = 0, kernels = 0, linked = 0, steps = 0, train = 0;
+	int rc;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
+		if (rec.type == TREC_ALLOC) {
+			cr_assert_eq(rec.u.mem.id, allocs, "ids are the ordinals of 'a' records");
+			allocs++;
+		} else if (rec.type == TREC_KERNEL) {
+			kernels++;
+			linked += rec.u.kernel.nlinks > 0;
+			for (uint32_t i = 0; i < rec.u.kernel.nlinks; i++)
+				cr_assert_lt(rec.u.kernel.links[i], allocs, "link to a later allocation");
+		} else if (rec.type == TREC_RANGE) {
+			const char *nm = trace_reader_string(r, rec.u.range.name);
+			cr_assert_not_null(nm);
+			if (!strcmp(nm, "step")) {
+				steps++;
+				cr_assert_eq(rec.u.range.depth, 1);
+			} else if (!strcmp(nm, "train")) {
+				train++;
+				cr_assert_eq(rec.u.range.depth, 0);
+			}
+		}
+	}
+	cr_assert_eq(rc, TRACE_EOF, "%s", trace_reader_error(r));
+	cr_assert(trace_reader_trailer(r)->present);
+	cr_assert_eq(trace_reader_trailer(r)->dropped, 0);
+	cr_assert_eq(allocs, 2268);
+	cr_assert_eq(kernels, 1488);
+	cr_assert_eq(linked, 1184);
+	cr_assert_eq(steps, 4);
+	cr_assert_eq(train, 1);
+	trace_reader_close(r);
 }

@@ -4,6 +4,8 @@
  * Also used by the CPU tests on the probe trace kept in capture/tests/data.
  *
  * usage: gpu_probe_check TRACE EXPECT    exit 0 when every check passes
+ * With GPU_PROBE_CHECK_NO_MAIN defined (tests/test_capture.c includes this
+ * file) only gpu_probe_check() is compiled.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -63,7 +65,9 @@ static void print_links(const struct kern *k)
 	printf("\n");
 }
 
-int main(int argc, char **argv)
+/* Check TRACE against EXPECT; returns the number of failed checks, or -1
+ * when a file cannot be read. Prints what it sees on stdout. */
+static int gpu_probe_check(const char *trace, const char *expect)
 {
 	struct buf bufs[4];
 	struct kern kerns[16];
@@ -75,23 +79,20 @@ int main(int argc, char **argv)
 	struct trace_rec rec;
 	int rc;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: gpu_probe_check TRACE EXPECT\n");
-		return 2;
-	}
-	FILE *f = fopen(argv[2], "r");
+	failures = 0;
+	FILE *f = fopen(expect, "r");
 	if (!f) {
-		perror(argv[2]);
-		return 1;
+		perror(expect);
+		return -1;
 	}
 	memset(bufs, 0, sizeof(bufs));
 	for (int i = 0; i < 4; i++) {
 		char nm;
 		unsigned long long a, b;
 		if (fscanf(f, " %c %llx %llu", &nm, &a, &b) != 3) {
-			fprintf(stderr, "%s: line %d: want NAME ADDR BYTES\n", argv[2], i + 1);
+			fprintf(stderr, "%s: line %d: want NAME ADDR BYTES\n", expect, i + 1);
 			fclose(f);
-			return 1;
+			return -1;
 		}
 		bufs[i].name = nm;
 		bufs[i].addr = a;
@@ -99,10 +100,11 @@ int main(int argc, char **argv)
 	}
 	fclose(f);
 
-	struct trace_reader *r = trace_reader_open(argv[1]);
+	struct trace_reader *r = trace_reader_open(trace);
 	if (!r || trace_reader_status(r) < 0) {
 		fprintf(stderr, "%s\n", r ? trace_reader_error(r) : "out of memory");
-		return 1;
+		trace_reader_close(r);
+		return -1;
 	}
 	const struct trace_header *h = trace_reader_header(r);
 	printf("header: gpu=%s cc=%s total=%" PRIu64 " driver=%s cuda=%s cupti=%s cudnn=%s\n",
@@ -251,5 +253,16 @@ int main(int argc, char **argv)
 	CHECK(r_probe[0] <= r_alloc[0] && bufs[0].t_free <= r_probe[1], "'probe' range does not enclose");
 	trace_reader_close(r);
 	printf("%s: %d failures\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	return failures;
 }
+
+#ifndef GPU_PROBE_CHECK_NO_MAIN
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: gpu_probe_check TRACE EXPECT\n");
+		return 2;
+	}
+	return gpu_probe_check(argv[1], argv[2]) == 0 ? 0 : 1;
+}
+#endif
