@@ -28,7 +28,7 @@ BIN       := $(BUILD)/gpumemsim
 TEST_BIN  := $(BUILD)/test_all
 LIBSIM    := $(BUILD)/libgpumemsim.a
 
-.PHONY: all test asan bench fuzz capture gpu-test demo clean deps
+.PHONY: all test run-tests asan bench fuzz capture gpu-test demo clean deps import-truth
 
 all: $(BIN)
 
@@ -52,7 +52,10 @@ $(TEST_BIN): $(TEST_OBJS) $(LIBSIM)
 
 # Tests run from the repository root (they find tests/data, traces/ and,
 # when it sits beside the checkout, ../shared). They call the binary too.
-test: $(BIN) $(TEST_BIN)
+test: deps
+	$(MAKE) run-tests
+
+run-tests: $(BIN) $(TEST_BIN)
 	GPUMEMSIM_BIN=$(abspath $(BIN)) ./$(TEST_BIN) --jobs 2
 
 asan:
@@ -74,6 +77,20 @@ fuzz: $(FUZZ_BIN)
 	@mkdir -p build-fuzz/corpus
 	cp tests/fuzz/seeds/* build-fuzz/corpus/ 2>/dev/null || true
 	./$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
+
+# The main job: every shipped trace under every policy and the settings users
+# ask about, into out/demo/results.db, then the comparison table.
+demo: deps
+	$(MAKE) $(BIN)
+	./scripts/demo.sh
+
+# Recipe for the shipped traces/torch-truth/: PyTorch's own allocator
+# records (request stream + segment decisions) converted by our importer.
+TRUTH_DIR ?= ../shared/data/torch-allocator-truth
+import-truth: $(BIN)
+	@mkdir -p traces/torch-truth
+	for f in $(TRUTH_DIR)/*-default.trace.gz; do \
+	  ./$(BIN) import torch-snapshot $$f -o traces/torch-truth/$$(basename $$f) || exit 1; done
 
 -include capture/capture.mk
 

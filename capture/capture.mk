@@ -39,3 +39,20 @@ $(PROBE_CHECK): capture/tests/gpu_probe_check.c $(LIBSIM)
 
 gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK)
 	sh capture/tests/gpu_test.sh $(BUILD)
+
+# CUPTI-record tests: hand-built CUpti_Activity* structs through inject.c's
+# conversion. Needs the toolkit's headers, no GPU: the driver stub answers
+# the (never made) CUDA calls, so it runs on the build machines too.
+CUPTI_TEST_BIN := $(BUILD)/test_capture_cupti
+CUPTI_TEST_SRCS := tests/test_capture_cupti.c capture/convert.c traces/trace_writer.c \
+		   traces/trace_names.c sim/u64map.c
+$(CUPTI_TEST_BIN): $(CUPTI_TEST_SRCS) capture/inject.c capture/convert.h capture/capture.mk
+	@mkdir -p $(BUILD)/cuda-stubs
+	ln -sf $(CUDA_HOME)/lib64/stubs/libcuda.so $(BUILD)/cuda-stubs/libcuda.so.1
+	$(CC) $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -DGPUMEMSIM_CUPTI_TEST \
+	  -I$(CUDA_HOME)/include -o $@ $(CUPTI_TEST_SRCS) -lcriterion \
+	  $(CAPTURE_LIBS) -Wl,-rpath,$(abspath $(BUILD))/cuda-stubs $(LDLIBS)
+
+capture-test: $(CUPTI_TEST_BIN)
+	./$(CUPTI_TEST_BIN) --jobs 2
+.PHONY: capture-test

@@ -640,20 +640,34 @@ static void cap_cudart_init(void)
 static const struct cap_params *cap_param_info(void *handle, int is_kernel);
 static const struct cap_params *cap_stub_params(const void *func)
 {
+	static struct u64map stub_cache;   /* func -> params (0: cannot resolve) */
+	static pthread_mutex_t stub_lock = PTHREAD_MUTEX_INITIALIZER;
+	const struct cap_params *res = NULL;
 	Dl_info info;
 	void *fn = NULL;
+	uint64_t v;
 	if (!func)
 		return NULL;
-	if (!dladdr(func, &info))
-		return cap_param_info((void *)func, 1);
-	pthread_once(&cap_cudart_once, cap_cudart_init);
-	if (!cap_get_func_by_symbol || cap_peek_error() != 0)
-		return NULL;
-	if (cap_get_func_by_symbol(&fn, func) != 0) {
-		cap_get_error();   /* the error is ours: the state was clean before */
-		return NULL;
+	pthread_mutex_lock(&stub_lock);
+	int hit = u64map_get(&stub_cache, (uint64_t)(uintptr_t)func, &v);
+	pthread_mutex_unlock(&stub_lock);
+	if (hit)
+		return (const struct cap_params *)(uintptr_t)v;
+	if (!dladdr(func, &info)) {
+		res = cap_param_info((void *)func, 1);
+	} else {
+		pthread_once(&cap_cudart_once, cap_cudart_init);
+		if (!cap_get_func_by_symbol || cap_peek_error() != 0)
+			return NULL;   /* not cached: a later launch may succeed */
+		if (cap_get_func_by_symbol(&fn, func) != 0)
+			cap_get_error();   /* the error is ours: the state was clean before */
+		else
+			res = cap_param_info(fn, 0);
 	}
-	return cap_param_info(fn, 0);
+	pthread_mutex_lock(&stub_lock);
+	u64map_put(&stub_cache, (uint64_t)(uintptr_t)func, (uint64_t)(uintptr_t)res);
+	pthread_mutex_unlock(&stub_lock);
+	return res;
 }
 
 /* Parameter offsets/sizes of a kernel, cached by handle. IS_KERNEL: HANDLE
@@ -692,7 +706,62 @@ out:
 	return res;
 }
 
-/* Scan a launch's parameters and hand the links to the converter. */
+/* Links found at launches wait here (under cap_live_lock, which the scan
+ * holds anyway) until the writer moves them into the converter before it
+ * emits: a launch never waits for the writer's compression. */
+struct cap_staged { uint64_t corr; uint32_t off, n; };
+static struct cap_staged *cap_stage;
+static size_t cap_nstage, cap_capstage;
+static struct cap_link *cap_stage_links;
+static size_t cap_nstage_links, cap_capstage_links;
+
+static void cap_stage_add(uint64_t corr, const struct cap_link *links, size_t n)
+{
+	if (cap_nstage == cap_capstage) {
+		size_t c = cap_capstage ? cap_capstage * 2 : 1024;
+		struct cap_staged *ns = realloc(cap_stage, c * sizeof(*ns));
+		if (!ns)
+			goto oom;
+		cap_stage = ns;
+		cap_capstage = c;
+	}
+	if (cap_nstage_links + n > cap_capstage_links) {
+		size_t c = cap_capstage_links ? cap_capstage_links * 2 : 8192;
+		while (c < cap_nstage_links + n)
+			c *= 2;
+		struct cap_link *nl = realloc(cap_stage_links, c * sizeof(*nl));
+		if (!nl)
+			goto oom;
+		cap_stage_links = nl;
+		cap_capstage_links = c;
+	}
+	memcpy(cap_stage_links + cap_nstage_links, links, n * sizeof(*links));
+	cap_stage[cap_nstage++] = (struct cap_staged){corr, (uint32_t)cap_nstage_links, (uint32_t)n};
+	cap_nstage_links += n;
+	return;
+oom:
+	atomic_fetch_add(&cap_oom, 1);
+}
+
+/* Move staged links into the converter; called with cap_lock held. */
+static void cap_stage_drain(void)
+{
+	pthread_mutex_lock(&cap_live_lock);
+	struct cap_staged *st = cap_stage;
+	struct cap_link *sl = cap_stage_links;
+	size_t n = cap_nstage;
+	cap_stage = NULL;
+	cap_stage_links = NULL;
+	cap_nstage = cap_capstage = cap_nstage_links = cap_capstage_links = 0;
+	pthread_mutex_unlock(&cap_live_lock);
+	for (size_t i = 0; i < n; i++)
+		if (cap_conv && cap_conv_link(cap_conv, st[i].corr, sl + st[i].off, st[i].n) < 0)
+			atomic_fetch_add(&cap_oom, 1);
+	free(st);
+	free(sl);
+}
+
+/* Scan a launch's parameters for pointers into live allocations. */
 static void cap_launch(uint64_t corr, const struct cap_params *pi, void **args, void **extra)
 {
 	struct cap_link links[CAP_LINKS_PER_LAUNCH];
@@ -714,13 +783,9 @@ static void cap_launch(uint64_t corr, const struct cap_params *pi, void **args, 
 		if (buf)
 			cap_scan_words(buf, bufsize, links, &n);
 	}
+	if (n)
+		cap_stage_add(corr, links, n);
 	pthread_mutex_unlock(&cap_live_lock);
-	if (n == 0)
-		return;
-	pthread_mutex_lock(&cap_lock);
-	if (cap_conv && cap_conv_link(cap_conv, corr, links, n) < 0)
-		atomic_fetch_add(&cap_oom, 1);
-	pthread_mutex_unlock(&cap_lock);
 }
 
 /* Layout of __cudaLaunchKernel's parameters (no params struct in 13.0's
@@ -905,6 +970,7 @@ static void cap_flush_now(int all)
 		return;
 	pthread_mutex_lock(&cap_lock);
 	if (cap_writer) {
+		cap_stage_drain();
 		if (all)
 			cap_conv_emit_all(cap_conv);
 		else if (t > lag)
@@ -992,6 +1058,7 @@ static void cap_finalize(void)
 		free(cap_ranges[i].name);
 	}
 	cap_nranges = 0;
+	cap_stage_drain();
 	cap_conv_emit_all(cap_conv);
 	struct cap_stats st;
 	cap_conv_stats(cap_conv, &st);

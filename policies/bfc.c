@@ -42,6 +42,7 @@
 #define BFC_MIB (1ull << 20)
 #define BFC_DEFAULT_FRAG (128ull << 20)
 #define BFC_UNKNOWN_CAPACITY (80ull << 30)  /* when neither trace nor CLI says */
+#define BFC_CLASSES (1u << 16)   /* exact size classes: free chunks below 16 MiB */
 /*
  * A chunk: a piece of a region, live or free. Free chunks are also the nodes
  * of the free set, keyed by (size, ptr): BFC's bins in one ordered set.
@@ -192,7 +193,13 @@ struct bfc_state {
 	uint32_t nchunks, capchunks, free_slots;
 	struct bfc_region *regions;
 	uint32_t nregions, capregions;
-	struct tr_set free_set;        /* free chunks by (size, ptr) */
+	/* free chunks, ordered by (size, ptr): one treap (by ptr) per exact
+	 * size below 16 MiB, found through a two-level bitmap of non-empty
+	 * sizes, and one treap by (size, ptr) for the larger ones */
+	uint32_t *class_root;          /* [BFC_CLASSES], index = size / 256 */
+	uint64_t class_bits[BFC_CLASSES / 64];
+	uint64_t class_words[BFC_CLASSES / 4096];  /* bit: class_bits[i] != 0 */
+	uint32_t big_root, free_chunks;
 	struct u64map in_use;          /* ptr -> chunk, chunks handed out */
 	/* stats, as memory_stats() names them */
 	uint64_t bytes_in_use, peak_bytes_in_use, peak_pool_bytes;
@@ -237,6 +244,81 @@ static uint64_t bfc_min_system_memory(uint64_t avail, int cc_major)
 		return 1536 * BFC_MIB;
 	return 1800 * BFC_MIB;
 }
+
+/* ------------------------------------------------------- free set */
+
+static void bfc_free_insert(struct bfc_state *s, uint32_t h)
+{
+	uint64_t c = s->chunks[h].size >> 8;
+	s->free_chunks++;
+	if (c >= BFC_CLASSES) {
+		tr_insert(s->chunks, &s->big_root, h);
+		return;
+	}
+	if (!s->class_root[c]) {
+		s->class_bits[c >> 6] |= 1ull << (c & 63);
+		s->class_words[c >> 12] |= 1ull << ((c >> 6) & 63);
+	}
+	tr_insert(s->chunks, &s->class_root[c], h);
+}
+
+static void bfc_free_erase(struct bfc_state *s, uint32_t h)
+{
+	uint64_t c = s->chunks[h].size >> 8;
+	s->free_chunks--;
+	if (c >= BFC_CLASSES) {
+		tr_erase(s->chunks, &s->big_root, h);
+		return;
+	}
+	tr_erase(s->chunks, &s->class_root[c], h);
+	if (!s->class_root[c]) {
+		s->class_bits[c >> 6] &= ~(1ull << (c & 63));
+		if (!s->class_bits[c >> 6])
+			s->class_words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
+	}
+}
+
+/* The smallest non-empty class >= C (C < BFC_CLASSES), or 0. */
+static uint64_t bfc_class_at_least(const struct bfc_state *s, uint64_t c)
+{
+	uint64_t w = c >> 6, bits = s->class_bits[w] & (~0ull << (c & 63));
+	if (bits)
+		return w << 6 | (uint64_t)__builtin_ctzll(bits);
+	uint64_t sw = w >> 6, sbits = s->class_words[sw] & ((~0ull << (w & 63)) << 1);
+	while (!sbits) {
+		if (++sw == BFC_CLASSES / 4096)
+			return 0;
+		sbits = s->class_words[sw];
+	}
+	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
+	return w << 6 | (uint64_t)__builtin_ctzll(s->class_bits[w]);
+}
+
+/* The free chunk with the smallest (size, ptr) >= (size, 0), or 0: what
+ * FindChunkPtr's walk over the bins finds. */
+static uint32_t bfc_free_find(const struct bfc_state *s, uint64_t size)
+{
+	uint64_t c = size >> 8;
+	if (c < BFC_CLASSES && (c = bfc_class_at_least(s, c)) != 0)
+		return tr_first(s->chunks, s->class_root[c]);
+	return tr_lower_bound(s->chunks, s->big_root, size, 0);
+}
+
+/* The largest free chunk, or 0. */
+static uint32_t bfc_free_largest(const struct bfc_state *s)
+{
+	if (s->big_root)
+		return tr_last(s->chunks, s->big_root);
+	for (uint32_t sw = BFC_CLASSES / 4096; sw-- > 0;) {
+		if (!s->class_words[sw])
+			continue;
+		uint64_t w = (uint64_t)sw << 6 | (uint64_t)(63 - __builtin_clzll(s->class_words[sw]));
+		return s->class_root[w << 6 | (uint64_t)(63 - __builtin_clzll(s->class_bits[w]))];
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------- chunks */
 
 static uint32_t bfc_new_chunk(struct bfc_state *s)
 {
@@ -304,7 +386,7 @@ static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream)
 	if (!h)
 		goto undo;
 	s->chunks[h] = (struct bfc_chunk){.size = bytes, .ptr = addr, .region = s->nregions};
-	tr_insert(s->chunks, &s->free_set, h);
+	bfc_free_insert(s, h);
 	s->regions[s->nregions++] = (struct bfc_region){addr, bytes, h, 0};
 	s->total_region_bytes += bytes;
 	if (s->total_region_bytes > s->peak_pool_bytes)
@@ -321,7 +403,7 @@ static void bfc_drop_region(struct bfc_state *s, uint32_t i)
 {
 	struct bfc_region *r = &s->regions[i];
 	uint32_t h = r->first;
-	tr_erase(s->chunks, &s->free_set, h);
+	bfc_free_erase(s, h);
 	bfc_del_chunk(s, h);
 	device_free(s->dev, r->ptr, r->size);
 	s->total_region_bytes -= r->size;
@@ -356,11 +438,11 @@ static int bfc_gc(struct bfc_state *s, uint64_t rounded)
 /* TSL's FindChunkPtr: best fit, then the split rule. */
 static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *res)
 {
-	uint32_t h = tr_lower_bound(s->chunks, &s->free_set, rounded, 0);
+	uint32_t h = bfc_free_find(s, rounded);
 	if (!h)
 		return 0;
 	struct bfc_chunk *c = &s->chunks[h];
-	tr_erase(s->chunks, &s->free_set, h);
+	bfc_free_erase(s, h);
 	if (c->size >= rounded * 2 || c->size - rounded >= s->max_frag) {
 		uint32_t t = bfc_new_chunk(s);  /* 0 when out of memory: hand out the whole chunk */
 		c = &s->chunks[h];              /* chunks may have moved */
@@ -368,7 +450,7 @@ static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *
 			s->chunks[t] = (struct bfc_chunk){.size = c->size - rounded,
 							  .ptr = c->ptr + rounded, .prev = h,
 							  .next = c->next, .region = c->region};
-			tr_insert(s->chunks, &s->free_set, t);
+			bfc_free_insert(s, t);
 			if (c->next)
 				s->chunks[c->next].prev = t;
 			c->next = t;
@@ -376,7 +458,7 @@ static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *
 		}
 	}
 	if (u64map_put(&s->in_use, c->ptr, h) < 0) {
-		tr_insert(s->chunks, &s->free_set, h);
+		bfc_free_insert(s, h);
 		return 0;
 	}
 	c->in_use = 1;
@@ -423,7 +505,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t nx = c->next;
 	if (nx && !s->chunks[nx].in_use) {
 		struct bfc_chunk *n = &s->chunks[nx];
-		tr_erase(s->chunks, &s->free_set, nx);
+		bfc_free_erase(s, nx);
 		c->size += n->size;
 		c->next = n->next;
 		if (n->next)
@@ -433,7 +515,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t pv = c->prev;
 	if (pv && !s->chunks[pv].in_use) {
 		struct bfc_chunk *p = &s->chunks[pv];
-		tr_erase(s->chunks, &s->free_set, pv);
+		bfc_free_erase(s, pv);
 		p->size += c->size;
 		p->next = c->next;
 		if (c->next)
@@ -442,7 +524,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 		h = pv;
 		c = p;
 	}
-	tr_insert(s->chunks, &s->free_set, h);
+	bfc_free_insert(s, h);
 }
 
 /* ---------------------------------------------------------- set up */
@@ -532,6 +614,11 @@ static int bfc_init(void *st, const char *conf, const struct policy_env *env,
 		return -1;
 	}
 	memset(s, 0, sizeof *s);
+	s->class_root = calloc(BFC_CLASSES, sizeof *s->class_root);
+	if (!s->class_root) {
+		snprintf(err, errlen, "bfc: out of memory");
+		return -1;
+	}
 	s->dev = env->dev;
 	s->allow_growth = growth >= 0 ? growth : preset == 2;
 	s->garbage_collection = gc >= 0 ? gc : preset == 0;
@@ -547,7 +634,7 @@ static int bfc_init(void *st, const char *conf, const struct policy_env *env,
 static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct bfc_state *s = st;
-	uint32_t top = tr_last(s->chunks, &s->free_set);
+	uint32_t top = bfc_free_largest(s);
 	emit(ctx, "bytes_in_use", (int64_t)s->bytes_in_use);
 	emit(ctx, "peak_bytes_in_use", (int64_t)s->peak_bytes_in_use);
 	emit(ctx, "pool_bytes", (int64_t)s->total_region_bytes);
@@ -561,7 +648,7 @@ static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "largest_free_block", top ? (int64_t)s->chunks[top].size : 0);
 	emit(ctx, "largest_free_bin", top ? bfc_bin(s->chunks[top].size) : -1);
 	emit(ctx, "cached_free_bytes", (int64_t)(s->total_region_bytes - s->bytes_in_use));
-	emit(ctx, "free_chunks", (int64_t)s->free_set.count);
+	emit(ctx, "free_chunks", (int64_t)s->free_chunks);
 }
 
 static void bfc_fini(void *st)
@@ -571,6 +658,7 @@ static void bfc_fini(void *st)
 		device_free(s->dev, s->regions[i].ptr, s->regions[i].size);
 	free(s->chunks);
 	free(s->regions);
+	free(s->class_root);
 	u64map_free(&s->in_use);
 	memset(s, 0, sizeof *s);
 }

@@ -38,18 +38,32 @@
 #define CA_PAGE (2ull << 20)
 #define CA_VA_BYTES (1ull << 40)   /* the pool's virtual range: 1 TiB */
 #define CA_GLOBAL 0ull             /* availability class: every stream */
-/* ------------------------------------------ ordered set of key pairs */
+/*
+ * A segment of [base, top): a live block or a free range. Segments tile the
+ * used part of the range in address order (prev/next), so a freed block
+ * finds its neighbours without a lookup. Free ranges are also the nodes of
+ * the free set, keyed by (class, size/256 << 32 | offset/256): best fit by
+ * (size, address) within an availability class.
+ */
+struct ca_seg {
+	uint64_t k1, k2;        /* free-set key, while free */
+	uint32_t l, r, p, pri;  /* free-set links, while free */
+	uint64_t start, size;
+	uint32_t prev, next;    /* address neighbours, 0 = none; next: free-slot link */
+	uint32_t is_free, unused;
+};
+
+/* ------------------------------------- intrusive ordered set (treap) */
 
 /*
- * A treap keyed by (k1, k2) with a u64 payload, nodes in one growable array
- * addressed by index (0 = none) so realloc never invalidates a reference.
- * Priorities are a hash of the key, so the shape (and every result) is the
- * same on every run. Expected O(log n) per operation.
+ * The free ranges form a treap threaded through the segment array itself
+ * (node i is segment i, 0 = none), keyed by (k1, k2) and linked to the
+ * parent, so a range leaves the set by handle with no search and joining it
+ * allocates nothing. Priorities are a hash of the key: the shape, like every
+ * result, is the same on every run. Expected O(log n) search, O(1)
+ * rotations.
  */
-struct ps_node { uint64_t k1, k2, val; uint32_t l, r, pri; };
-struct pset { struct ps_node *n; uint32_t cap, used, freelist, root; uint64_t count; };
-
-static uint32_t ps_hash(uint64_t a, uint64_t b)
+static uint32_t tr_prio(uint64_t a, uint64_t b)
 {
 	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
 	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
@@ -57,134 +71,119 @@ static uint32_t ps_hash(uint64_t a, uint64_t b)
 	return (uint32_t)x;
 }
 
-static int ps_lt(const struct ps_node *a, uint64_t k1, uint64_t k2)
+static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
 {
-	return a->k1 < k1 || (a->k1 == k1 && a->k2 < k2);
+	return a1 < b1 || (a1 == b1 && a2 < b2);
 }
 
-static void ps_free_all(struct pset *s)
+/* Lift X above its parent, keeping the in-order sequence. */
+static void tr_rotate_up(struct ca_seg *n, uint32_t *root, uint32_t x)
 {
-	free(s->n);
-	memset(s, 0, sizeof *s);
-}
-
-/* Trees with keys < (k1,k2) into *L, the rest into *R. */
-static void ps_split(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2,
-		     uint32_t *l, uint32_t *r)
-{
-	if (!t) { *l = *r = 0; return; }
-	if (ps_lt(&s->n[t], k1, k2)) {
-		ps_split(s, s->n[t].r, k1, k2, &s->n[t].r, r);
-		*l = t;
+	uint32_t p = n[x].p, g = n[p].p, c;
+	if (n[p].l == x) {
+		c = n[x].r;
+		n[p].l = c;
+		n[x].r = p;
 	} else {
-		ps_split(s, s->n[t].l, k1, k2, l, &s->n[t].l);
-		*r = t;
+		c = n[x].l;
+		n[p].r = c;
+		n[x].l = p;
 	}
-}
-
-static uint32_t ps_merge(struct pset *s, uint32_t a, uint32_t b)
-{
-	if (!a || !b)
-		return a ? a : b;
-	if (s->n[a].pri > s->n[b].pri) {
-		s->n[a].r = ps_merge(s, s->n[a].r, b);
-		return a;
-	}
-	s->n[b].l = ps_merge(s, a, s->n[b].l);
-	return b;
-}
-
-static uint32_t ps_ins(struct pset *s, uint32_t t, uint32_t x)
-{
-	if (!t)
-		return x;
-	if (s->n[x].pri > s->n[t].pri) {
-		ps_split(s, t, s->n[x].k1, s->n[x].k2, &s->n[x].l, &s->n[x].r);
-		return x;
-	}
-	if (ps_lt(&s->n[x], s->n[t].k1, s->n[t].k2))
-		s->n[t].l = ps_ins(s, s->n[t].l, x);
+	if (c)
+		n[c].p = p;
+	n[p].p = x;
+	n[x].p = g;
+	if (!g)
+		*root = x;
+	else if (n[g].l == p)
+		n[g].l = x;
 	else
-		s->n[t].r = ps_ins(s, s->n[t].r, x);
-	return t;
+		n[g].r = x;
 }
 
-/* Insert a key not present. 0, or -1 when out of memory. */
-static int ps_insert(struct pset *s, uint64_t k1, uint64_t k2, uint64_t val)
+/* Add X, whose key is set and not in the set yet. */
+static void tr_insert(struct ca_seg *n, uint32_t *root, uint32_t x)
 {
-	uint32_t x = s->freelist;
-	if (x) {
-		s->freelist = s->n[x].l;
-	} else {
-		if (s->used + 1 >= s->cap) {
-			uint32_t ncap = s->cap ? s->cap * 2 : 64;
-			struct ps_node *nn = realloc(s->n, (size_t)ncap * sizeof *nn);
-			if (!nn)
-				return -1;
-			s->n = nn;
-			s->cap = ncap;
-		}
-		x = ++s->used;
+	uint64_t k1 = n[x].k1, k2 = n[x].k2;
+	uint32_t cur = *root, par = 0;
+	int left = 0;
+	while (cur) {
+		par = cur;
+		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
+		cur = left ? n[cur].l : n[cur].r;
 	}
-	s->n[x] = (struct ps_node){k1, k2, val, 0, 0, ps_hash(k1, k2)};
-	s->root = ps_ins(s, s->root, x);
-	s->count++;
-	return 0;
-}
-
-static uint32_t ps_del(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2, int *found)
-{
-	if (!t)
-		return 0;
-	struct ps_node *n = &s->n[t];
-	if (n->k1 == k1 && n->k2 == k2) {
-		uint32_t m = ps_merge(s, n->l, n->r);
-		s->n[t].l = s->freelist;
-		s->freelist = t;
-		*found = 1;
-		return m;
-	}
-	if (ps_lt(n, k1, k2))
-		s->n[t].r = ps_del(s, n->r, k1, k2, found);
+	n[x].l = n[x].r = 0;
+	n[x].p = par;
+	n[x].pri = tr_prio(k1, k2);
+	if (!par)
+		*root = x;
+	else if (left)
+		n[par].l = x;
 	else
-		s->n[t].l = ps_del(s, n->l, k1, k2, found);
-	return t;
+		n[par].r = x;
+	while (n[x].p && n[n[x].p].pri < n[x].pri)
+		tr_rotate_up(n, root, x);
 }
 
-/* Remove (k1,k2); 1 if it was there. */
-static int ps_erase(struct pset *s, uint64_t k1, uint64_t k2)
+/* Take X out of the set. */
+static void tr_erase(struct ca_seg *n, uint32_t *root, uint32_t x)
 {
-	int found = 0;
-	s->root = ps_del(s, s->root, k1, k2, &found);
-	s->count -= (uint64_t)found;
-	return found;
+	while (n[x].l && n[x].r)
+		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
+	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
+	if (c)
+		n[c].p = p;
+	if (!p)
+		*root = c;
+	else if (n[p].l == x)
+		n[p].l = c;
+	else
+		n[p].r = c;
 }
 
-/* The smallest node >= (k1,k2), or 0. */
-static uint32_t ps_lower_bound(const struct pset *s, uint64_t k1, uint64_t k2)
+/* The smallest element >= (k1,k2), or 0. */
+static uint32_t tr_lower_bound(const struct ca_seg *n, uint32_t root, uint64_t k1, uint64_t k2)
 {
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			t = s->n[t].r;
+	uint32_t cur = root, best = 0;
+	while (cur) {
+		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
+			cur = n[cur].r;
 		} else {
-			best = t;
-			t = s->n[t].l;
+			best = cur;
+			cur = n[cur].l;
 		}
 	}
 	return best;
 }
 
-/* The largest node < (k1,k2), or 0. */
-static uint32_t ps_before(const struct pset *s, uint64_t k1, uint64_t k2)
+/* The largest element, or 0. */
+static uint32_t tr_last(const struct ca_seg *n, uint32_t root)
 {
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			best = t;
-			t = s->n[t].r;
+	uint32_t cur = root;
+	while (cur && n[cur].r)
+		cur = n[cur].r;
+	return cur;
+}
+
+/* The smallest element, or 0. */
+static uint32_t tr_first(const struct ca_seg *n, uint32_t root)
+{
+	uint32_t cur = root;
+	while (cur && n[cur].l)
+		cur = n[cur].l;
+	return cur;
+}
+
+/* The largest element < (k1,k2), or 0. */
+static uint32_t tr_before(const struct ca_seg *n, uint32_t root, uint64_t k1, uint64_t k2)
+{
+	uint32_t cur = root, best = 0;
+	while (cur) {
+		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
+			best = cur;
+			cur = n[cur].r;
 		} else {
-			t = s->n[t].l;
+			cur = n[cur].l;
 		}
 	}
 	return best;

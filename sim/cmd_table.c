@@ -85,14 +85,14 @@ static int print_row(void *vctx, int ncols, const char *const *c)
 		printf("\n%s%s%s%s%s  (floor: peak of live requests %s)\n", c[C_PATH],
 		       *c[C_MODEL] ? "  model=" : "", c[C_MODEL], *c[C_BATCH] ? "  batch=" : "",
 		       c[C_BATCH], cli_fmt_bytes(req, b1, sizeof b1));
-		printf("  %-12s %-40s %12s %12s %9s %8s %8s %7s %4s %10s\n", "policy", "setting",
+		printf("  %-12s %-46s %12s %12s %9s %8s %8s %7s %4s %10s\n", "policy", "setting",
 		       "reserved", "allocated", "res/floor", "dev.mal", "dev.free", "retries",
 		       "OOM", "vs default");
 	}
 	char vs[32] = "";
 	if (c[C_DEFRES] && *c[C_CONF])
 		snprintf(vs, sizeof vs, "%+.1f%%%s", 100.0 * vs_def, vs_def > 0.005 ? " WORSE" : "");
-	printf("  %-12s %-40s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
+	printf("  %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
 	       c[C_POLICY], *c[C_CONF] ? c[C_CONF] : "(default)", cli_fmt_bytes(res, b2, sizeof b2),
 	       cli_fmt_bytes(col_u64(c[C_ALLOC]), b3, sizeof b3), vs_floor, col_u64(c[C_DALLOC]),
 	       col_u64(c[C_DFREE]), col_u64(c[C_RETRY]), col_u64(c[C_OOM]) ? "yes" : "no", vs);

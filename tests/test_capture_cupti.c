@@ -1,0 +1,255 @@
+/*
+ * test_capture_cupti.c: hand-built CUPTI activity records (the 13.0 struct
+ * versions) through the injection library's conversion, no GPU needed.
+ *
+ * Needs the CUDA toolkit's headers, so it compiles to nothing in `make test`
+ * (no -I for CUDA there); `make capture-test` (capture/capture.mk) builds it
+ * with the headers, including capture/inject.c itself so its static
+ * conversion functions are reachable, and runs it on any machine.
+ */
+#if defined(GPUMEMSIM_CUPTI_TEST) && __has_include(<cupti.h>)
+
+#include <criterion/criterion.h>
+
+#include "../capture/inject.c"
+
+struct cupti_sink {
+	struct trace_rec recs[32];
+	int n;
+	char *strs[32];
+	uint32_t nstrs;
+};
+
+static uint32_t cs_intern(void *ctx, const char *s)
+{
+	struct cupti_sink *m = ctx;
+	for (uint32_t i = 0; i < m->nstrs; i++)
+		if (!strcmp(m->strs[i], s))
+			return i;
+	m->strs[m->nstrs] = strdup(s);
+	return m->nstrs++;
+}
+
+static int cs_record(void *ctx, const struct trace_rec *rec)
+{
+	struct cupti_sink *m = ctx;
+	cr_assert_lt(m->n, 32);
+	m->recs[m->n++] = *rec;
+	return 0;
+}
+
+static struct cupti_sink sink;
+
+static void setup(void)
+{
+	struct cap_sink s = {&sink, cs_intern, cs_record};
+	memset(&sink, 0, sizeof(sink));
+	cap_conv = cap_conv_new(&s);
+	cr_assert_not_null(cap_conv);
+}
+
+static void teardown(void)
+{
+	cap_conv_free(cap_conv);
+	cap_conv = NULL;
+	for (uint32_t i = 0; i < sink.nstrs; i++)
+		free(sink.strs[i]);
+}
+
+TestSuite(capture_cupti, .init = setup, .fini = teardown);
+
+Test(capture_cupti, kernel_memcpy_memset_sync)
+{
+	CUpti_ActivityKernel10 k;
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = 2000;
+	k.end = 2500;
+	k.streamId = 7;
+	k.gridX = 97; k.gridY = 1; k.gridZ = 1;
+	k.blockX = 256; k.blockY = 1; k.blockZ = 1;
+	k.registersPerThread = 16;
+	k.staticSharedMemory = 1024;
+	k.dynamicSharedMemory = 512;
+	k.correlationId = 129;
+	k.name = "_Z4fillPfif";
+	cap_activity((CUpti_Activity *)&k);
+
+	CUpti_ActivityMemcpy6 c;
+	memset(&c, 0, sizeof(c));
+	c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	c.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+	c.bytes = 98760;
+	c.start = 1000;
+	c.end = 1100;
+	c.streamId = 7;
+	c.correlationId = 140;
+	cap_activity((CUpti_Activity *)&c);
+
+	CUpti_ActivityMemset4 m;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	m.bytes = 1 << 20;
+	m.start = 1500;
+	m.end = 1510;
+	m.streamId = 7;
+	m.correlationId = 124;
+	cap_activity((CUpti_Activity *)&m);
+
+	CUpti_ActivitySynchronization2 y;
+	memset(&y, 0, sizeof(y));
+	y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+	y.start = 3000;
+	y.end = 3100;
+	y.streamId = 0xffffffffu;
+	y.correlationId = 141;
+	cap_activity((CUpti_Activity *)&y);
+
+	/* A kernel whose timestamps never arrived counts as dropped. */
+	k.start = k.end = 0;
+	cap_activity((CUpti_Activity *)&k);
+	cr_assert_eq(atomic_load(&cap_zero_time), 1);
+
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 4);
+	cr_assert_eq(sink.recs[0].type, TREC_MEMCPY);
+	cr_assert_eq(sink.recs[0].u.copy.kind, TCOPY_DTOH);
+	cr_assert_eq(sink.recs[0].u.copy.bytes, 98760);
+	cr_assert_eq(sink.recs[1].type, TREC_MEMSET);
+	cr_assert_eq(sink.recs[1].u.copy.bytes, 1 << 20);
+	const struct trace_rec *kr = &sink.recs[2];
+	cr_assert_eq(kr->type, TREC_KERNEL);
+	cr_assert_eq(kr->end, 2500);
+	cr_assert_str_eq(sink.strs[kr->u.kernel.name], "_Z4fillPfif");
+	cr_assert_eq(kr->u.kernel.grid[0], 97);
+	cr_assert_eq(kr->u.kernel.block[0], 256);
+	cr_assert_eq(kr->u.kernel.smem, 1536);
+	cr_assert_eq(kr->u.kernel.regs, 16);
+	cr_assert_eq(kr->u.kernel.corr, 129);
+	cr_assert_eq(sink.recs[3].type, TREC_SYNC);
+	cr_assert_eq(sink.recs[3].u.sync.kind, TSYNC_CONTEXT);
+	cr_assert_eq(sink.recs[3].u.sync.stream, TRACE_NO_STREAM);
+}
+
+Test(capture_cupti, memory_records)
+{
+	CUpti_ActivityMemory4 a;
+	memset(&a, 0, sizeof(a));
+	a.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	a.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	a.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	a.correlationId = 142;
+	a.address = 0x302000000ull;
+	a.bytes = 2 << 20;
+	a.timestamp = 100;
+	a.streamId = 13;
+	a.isAsync = 1;
+	a.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+	a.source = "libtorch_cuda.so";
+	cap_activity((CUpti_Activity *)&a);
+	a.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	a.timestamp = 200;
+	a.source = NULL;
+	cap_activity((CUpti_Activity *)&a);
+	CUpti_ActivityMemory4 p;
+	memset(&p, 0, sizeof(p));
+	p.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	p.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	p.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	p.address = 0x7f0000000000ull;
+	p.bytes = 4096;
+	p.timestamp = 50;
+	p.streamId = 0xffffffffu;
+	cap_activity((CUpti_Activity *)&p);
+	CUpti_ActivityMemoryPool3 pool;
+	memset(&pool, 0, sizeof(pool));
+	pool.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+	cap_activity((CUpti_Activity *)&pool);
+	cr_assert_eq(atomic_load(&cap_pool_records), 1, "pool records counted, not written");
+
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 3);
+	cr_assert_eq(sink.recs[0].type, TREC_ALLOC);
+	cr_assert_eq(sink.recs[0].u.mem.id, 0);
+	cr_assert_eq(sink.recs[0].u.mem.flags, 0);
+	cr_assert_eq(sink.recs[0].u.mem.stream, TRACE_NO_STREAM);
+	cr_assert_eq(sink.recs[0].u.mem.source, TRACE_NO_STRING);
+	const struct trace_mem *m = &sink.recs[1].u.mem;
+	cr_assert_eq(sink.recs[1].type, TREC_ALLOC);
+	cr_assert_eq(m->id, 1);
+	cr_assert_eq(m->addr, 0x302000000ull);
+	cr_assert_eq(m->bytes, 2 << 20);
+	cr_assert_eq(m->stream, 13);
+	cr_assert_eq(m->kind, TMEM_DEVICE);
+	cr_assert_eq(m->flags, TMEM_F_ASYNC | TMEM_F_POOL);
+	cr_assert_eq(m->corr, 142);
+	cr_assert_str_eq(sink.strs[m->source], "libtorch_cuda.so");
+	cr_assert_eq(sink.recs[2].type, TREC_FREE);
+	cr_assert_eq(sink.recs[2].start, 200);
+}
+
+Test(capture_cupti, api_records_filtered_by_name)
+{
+	CUpti_ActivityAPI p;
+	memset(&p, 0, sizeof(p));
+	cap_rt_names[CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020] = "cudaMalloc";
+	p.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+	p.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020;
+	p.start = 10;
+	p.end = 90;
+	p.correlationId = 121;
+	cap_activity((CUpti_Activity *)&p);
+	p.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020;  /* not in the table here */
+	cap_activity((CUpti_Activity *)&p);
+	p.cbid = 100000;                                   /* out of range */
+	cap_activity((CUpti_Activity *)&p);
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 1);
+	cr_assert_eq(sink.recs[0].type, TREC_API);
+	cr_assert_str_eq(sink.strs[sink.recs[0].u.api.name], "cudaMalloc");
+	cr_assert_eq(sink.recs[0].u.api.corr, 121);
+	cr_assert_eq(sink.recs[0].end, 90);
+}
+
+static void marker(uint32_t flags, uint32_t id, uint32_t thread, uint64_t t, const char *name)
+{
+	CUpti_ActivityMarker2 m;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+	m.flags = (CUpti_ActivityFlag)flags;
+	m.id = id;
+	m.timestamp = t;
+	m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+	m.objectId.pt.threadId = thread;
+	m.name = name;
+	cap_activity((CUpti_Activity *)&m);
+}
+
+Test(capture_cupti, nvtx_ranges_pair_and_nest)
+{
+	marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 1, 5, 100, "train");
+	marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 2, 5, 110, "step");
+	marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 3, 6, 115, "other_thread");
+	marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 2, 5, 150, NULL);
+	marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 3, 6, 160, NULL);
+	marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 1, 5, 200, NULL);
+	marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 9, 5, 210, NULL);  /* never opened: ignored */
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 3);
+	cr_assert_str_eq(sink.strs[sink.recs[0].u.range.name], "train");
+	cr_assert_eq(sink.recs[0].u.range.depth, 0);
+	cr_assert_eq(sink.recs[0].end, 200);
+	cr_assert_str_eq(sink.strs[sink.recs[1].u.range.name], "step");
+	cr_assert_eq(sink.recs[1].u.range.depth, 1);
+	cr_assert_eq(sink.recs[1].start, 110);
+	cr_assert_eq(sink.recs[1].end, 150);
+	cr_assert_str_eq(sink.strs[sink.recs[2].u.range.name], "other_thread");
+	cr_assert_eq(sink.recs[2].u.range.depth, 0);
+	cr_assert_eq(cap_nranges, 0);
+}
+
+#else
+/* Without the CUDA headers (plain `make test`) this file is empty. */
+typedef int test_capture_cupti_needs_cuda;
+#endif
