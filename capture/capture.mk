@@ -5,6 +5,7 @@
 #   make capture    build/libgpumemsim_capture.so (+ the gpumemsim launcher)
 #   make gpu-test   build and run the GPU probe under capture, check the
 #                   trace exactly (prints SKIP and succeeds without a GPU)
+#   make capture-test  CUPTI-record unit tests (toolkit headers, no GPU)
 
 NVCC          ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ARCH     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90

@@ -1253,6 +1253,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		goto fail;
 	}
 	sink.ctx = cap_writer;
+	cap_report_line(0, 0, 0);   /* listed even if the process dies */
 	cap_conv = cap_conv_new(&sink);
 	u64map_init(&cap_param_cache);
 	if (!cap_conv || sem_init(&cap_wake, 0, 0) || sem_init(&cap_done, 0, 0)) {

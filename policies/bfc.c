@@ -42,7 +42,6 @@
 #define BFC_MIB (1ull << 20)
 #define BFC_DEFAULT_FRAG (128ull << 20)
 #define BFC_UNKNOWN_CAPACITY (80ull << 30)  /* when neither trace nor CLI says */
-#define BFC_CLASSES (1u << 16)   /* exact size classes: free chunks below 16 MiB */
 /*
  * A chunk: a piece of a region, live or free. Free chunks are also the nodes
  * of the free set, keyed by (size, ptr): BFC's bins in one ordered set.
@@ -176,6 +175,114 @@ static uint32_t tr_first(const struct bfc_chunk *n, uint32_t root)
 	return cur;
 }
 
+/* ---------------------------------------------- ordered set by size */
+
+/*
+ * Free pieces ordered by (k1, k2) = (size, address), for best fit. Sizes
+ * below SX_CLASSES units each have their own treap (by address, usually a
+ * node or two), found through a two-level bitmap of non-empty sizes, so a
+ * best-fit search costs a few word scans instead of a descent through every
+ * free piece; larger sizes share one treap by (size, address).
+ */
+#define SX_CLASSES (1u << 16)
+#define SX_SHIFT 8               /* k1 is the size in bytes, a multiple of 256 */
+
+struct sx_index {
+	uint32_t *root;          /* [SX_CLASSES] treap per exact size unit */
+	uint64_t *bits;          /* [SX_CLASSES / 64] bit: root[i] != 0 */
+	uint64_t *words;         /* [SX_CLASSES / 4096] bit: bits[i] != 0 */
+	uint32_t big, count;     /* sizes >= SX_CLASSES units; elements */
+};
+
+/* 0, or -1 when out of memory. */
+static int sx_init(struct sx_index *x)
+{
+	size_t n = SX_CLASSES * sizeof(uint32_t) + (SX_CLASSES / 64 + SX_CLASSES / 4096) * 8;
+	memset(x, 0, sizeof *x);
+	x->root = calloc(1, n);
+	if (!x->root)
+		return -1;
+	x->bits = (uint64_t *)(x->root + SX_CLASSES);
+	x->words = x->bits + SX_CLASSES / 64;
+	return 0;
+}
+
+static void sx_free_all(struct sx_index *x)
+{
+	free(x->root);
+	memset(x, 0, sizeof *x);
+}
+
+static void sx_insert(struct bfc_chunk *n, struct sx_index *x, uint32_t h)
+{
+	uint64_t c = n[h].k1 >> SX_SHIFT;
+	x->count++;
+	if (c >= SX_CLASSES) {
+		tr_insert(n, &x->big, h);
+		return;
+	}
+	if (!x->root[c]) {
+		x->bits[c >> 6] |= 1ull << (c & 63);
+		x->words[c >> 12] |= 1ull << ((c >> 6) & 63);
+	}
+	tr_insert(n, &x->root[c], h);
+}
+
+static void sx_erase(struct bfc_chunk *n, struct sx_index *x, uint32_t h)
+{
+	uint64_t c = n[h].k1 >> SX_SHIFT;
+	x->count--;
+	if (c >= SX_CLASSES) {
+		tr_erase(n, &x->big, h);
+		return;
+	}
+	tr_erase(n, &x->root[c], h);
+	if (!x->root[c]) {
+		x->bits[c >> 6] &= ~(1ull << (c & 63));
+		if (!x->bits[c >> 6])
+			x->words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
+	}
+}
+
+/* The smallest non-empty class >= C (C < SX_CLASSES), or SX_CLASSES. */
+static uint64_t sx_class_from(const struct sx_index *x, uint64_t c)
+{
+	uint64_t w = c >> 6, bits = x->bits[w] & (~0ull << (c & 63));
+	if (bits)
+		return w << 6 | (uint64_t)__builtin_ctzll(bits);
+	uint64_t sw = w >> 6, sbits = x->words[sw] & ((~0ull << (w & 63)) << 1);
+	while (!sbits) {
+		if (++sw == SX_CLASSES / 4096)
+			return SX_CLASSES;
+		sbits = x->words[sw];
+	}
+	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
+	return w << 6 | (uint64_t)__builtin_ctzll(x->bits[w]);
+}
+
+/* The element with the smallest (k1, k2) >= (k1, 0), or 0. */
+static uint32_t sx_find(const struct bfc_chunk *n, const struct sx_index *x, uint64_t k1)
+{
+	uint64_t c = k1 >> SX_SHIFT;
+	if (c < SX_CLASSES && (c = sx_class_from(x, c)) < SX_CLASSES)
+		return tr_first(n, x->root[c]);
+	return tr_lower_bound(n, x->big, k1, 0);
+}
+
+/* An element of the largest size, or 0. */
+static uint32_t sx_largest(const struct bfc_chunk *n, const struct sx_index *x)
+{
+	if (x->big)
+		return tr_last(n, x->big);
+	for (uint32_t sw = SX_CLASSES / 4096; sw-- > 0;) {
+		if (!x->words[sw])
+			continue;
+		uint64_t w = (uint64_t)sw << 6 | (uint64_t)(63 - __builtin_clzll(x->words[sw]));
+		return x->root[w << 6 | (uint64_t)(63 - __builtin_clzll(x->bits[w]))];
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ state */
 
 struct bfc_region { uint64_t ptr, size; uint32_t first; uint32_t live_chunks; };
@@ -193,13 +300,7 @@ struct bfc_state {
 	uint32_t nchunks, capchunks, free_slots;
 	struct bfc_region *regions;
 	uint32_t nregions, capregions;
-	/* free chunks, ordered by (size, ptr): one treap (by ptr) per exact
-	 * size below 16 MiB, found through a two-level bitmap of non-empty
-	 * sizes, and one treap by (size, ptr) for the larger ones */
-	uint32_t *class_root;          /* [BFC_CLASSES], index = size / 256 */
-	uint64_t class_bits[BFC_CLASSES / 64];
-	uint64_t class_words[BFC_CLASSES / 4096];  /* bit: class_bits[i] != 0 */
-	uint32_t big_root, free_chunks;
+	struct sx_index free_set;      /* free chunks by (size, ptr): the bins */
 	struct u64map in_use;          /* ptr -> chunk, chunks handed out */
 	/* stats, as memory_stats() names them */
 	uint64_t bytes_in_use, peak_bytes_in_use, peak_pool_bytes;
@@ -243,79 +344,6 @@ static uint64_t bfc_min_system_memory(uint64_t avail, int cc_major)
 	if (cc_major <= 8)
 		return 1536 * BFC_MIB;
 	return 1800 * BFC_MIB;
-}
-
-/* ------------------------------------------------------- free set */
-
-static void bfc_free_insert(struct bfc_state *s, uint32_t h)
-{
-	uint64_t c = s->chunks[h].size >> 8;
-	s->free_chunks++;
-	if (c >= BFC_CLASSES) {
-		tr_insert(s->chunks, &s->big_root, h);
-		return;
-	}
-	if (!s->class_root[c]) {
-		s->class_bits[c >> 6] |= 1ull << (c & 63);
-		s->class_words[c >> 12] |= 1ull << ((c >> 6) & 63);
-	}
-	tr_insert(s->chunks, &s->class_root[c], h);
-}
-
-static void bfc_free_erase(struct bfc_state *s, uint32_t h)
-{
-	uint64_t c = s->chunks[h].size >> 8;
-	s->free_chunks--;
-	if (c >= BFC_CLASSES) {
-		tr_erase(s->chunks, &s->big_root, h);
-		return;
-	}
-	tr_erase(s->chunks, &s->class_root[c], h);
-	if (!s->class_root[c]) {
-		s->class_bits[c >> 6] &= ~(1ull << (c & 63));
-		if (!s->class_bits[c >> 6])
-			s->class_words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
-	}
-}
-
-/* The smallest non-empty class >= C (C < BFC_CLASSES), or 0. */
-static uint64_t bfc_class_at_least(const struct bfc_state *s, uint64_t c)
-{
-	uint64_t w = c >> 6, bits = s->class_bits[w] & (~0ull << (c & 63));
-	if (bits)
-		return w << 6 | (uint64_t)__builtin_ctzll(bits);
-	uint64_t sw = w >> 6, sbits = s->class_words[sw] & ((~0ull << (w & 63)) << 1);
-	while (!sbits) {
-		if (++sw == BFC_CLASSES / 4096)
-			return 0;
-		sbits = s->class_words[sw];
-	}
-	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
-	return w << 6 | (uint64_t)__builtin_ctzll(s->class_bits[w]);
-}
-
-/* The free chunk with the smallest (size, ptr) >= (size, 0), or 0: what
- * FindChunkPtr's walk over the bins finds. */
-static uint32_t bfc_free_find(const struct bfc_state *s, uint64_t size)
-{
-	uint64_t c = size >> 8;
-	if (c < BFC_CLASSES && (c = bfc_class_at_least(s, c)) != 0)
-		return tr_first(s->chunks, s->class_root[c]);
-	return tr_lower_bound(s->chunks, s->big_root, size, 0);
-}
-
-/* The largest free chunk, or 0. */
-static uint32_t bfc_free_largest(const struct bfc_state *s)
-{
-	if (s->big_root)
-		return tr_last(s->chunks, s->big_root);
-	for (uint32_t sw = BFC_CLASSES / 4096; sw-- > 0;) {
-		if (!s->class_words[sw])
-			continue;
-		uint64_t w = (uint64_t)sw << 6 | (uint64_t)(63 - __builtin_clzll(s->class_words[sw]));
-		return s->class_root[w << 6 | (uint64_t)(63 - __builtin_clzll(s->class_bits[w]))];
-	}
-	return 0;
 }
 
 /* ----------------------------------------------------------- chunks */
@@ -386,7 +414,7 @@ static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream)
 	if (!h)
 		goto undo;
 	s->chunks[h] = (struct bfc_chunk){.size = bytes, .ptr = addr, .region = s->nregions};
-	bfc_free_insert(s, h);
+	sx_insert(s->chunks, &s->free_set, h);
 	s->regions[s->nregions++] = (struct bfc_region){addr, bytes, h, 0};
 	s->total_region_bytes += bytes;
 	if (s->total_region_bytes > s->peak_pool_bytes)
@@ -403,7 +431,7 @@ static void bfc_drop_region(struct bfc_state *s, uint32_t i)
 {
 	struct bfc_region *r = &s->regions[i];
 	uint32_t h = r->first;
-	bfc_free_erase(s, h);
+	sx_erase(s->chunks, &s->free_set, h);
 	bfc_del_chunk(s, h);
 	device_free(s->dev, r->ptr, r->size);
 	s->total_region_bytes -= r->size;
@@ -438,11 +466,11 @@ static int bfc_gc(struct bfc_state *s, uint64_t rounded)
 /* TSL's FindChunkPtr: best fit, then the split rule. */
 static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *res)
 {
-	uint32_t h = bfc_free_find(s, rounded);
+	uint32_t h = sx_find(s->chunks, &s->free_set, rounded);
 	if (!h)
 		return 0;
 	struct bfc_chunk *c = &s->chunks[h];
-	bfc_free_erase(s, h);
+	sx_erase(s->chunks, &s->free_set, h);
 	if (c->size >= rounded * 2 || c->size - rounded >= s->max_frag) {
 		uint32_t t = bfc_new_chunk(s);  /* 0 when out of memory: hand out the whole chunk */
 		c = &s->chunks[h];              /* chunks may have moved */
@@ -450,7 +478,7 @@ static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *
 			s->chunks[t] = (struct bfc_chunk){.size = c->size - rounded,
 							  .ptr = c->ptr + rounded, .prev = h,
 							  .next = c->next, .region = c->region};
-			bfc_free_insert(s, t);
+			sx_insert(s->chunks, &s->free_set, t);
 			if (c->next)
 				s->chunks[c->next].prev = t;
 			c->next = t;
@@ -458,7 +486,7 @@ static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *
 		}
 	}
 	if (u64map_put(&s->in_use, c->ptr, h) < 0) {
-		bfc_free_insert(s, h);
+		sx_insert(s->chunks, &s->free_set, h);
 		return 0;
 	}
 	c->in_use = 1;
@@ -505,7 +533,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t nx = c->next;
 	if (nx && !s->chunks[nx].in_use) {
 		struct bfc_chunk *n = &s->chunks[nx];
-		bfc_free_erase(s, nx);
+		sx_erase(s->chunks, &s->free_set, nx);
 		c->size += n->size;
 		c->next = n->next;
 		if (n->next)
@@ -515,7 +543,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t pv = c->prev;
 	if (pv && !s->chunks[pv].in_use) {
 		struct bfc_chunk *p = &s->chunks[pv];
-		bfc_free_erase(s, pv);
+		sx_erase(s->chunks, &s->free_set, pv);
 		p->size += c->size;
 		p->next = c->next;
 		if (c->next)
@@ -524,7 +552,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 		h = pv;
 		c = p;
 	}
-	bfc_free_insert(s, h);
+	sx_insert(s->chunks, &s->free_set, h);
 }
 
 /* ---------------------------------------------------------- set up */
@@ -614,8 +642,7 @@ static int bfc_init(void *st, const char *conf, const struct policy_env *env,
 		return -1;
 	}
 	memset(s, 0, sizeof *s);
-	s->class_root = calloc(BFC_CLASSES, sizeof *s->class_root);
-	if (!s->class_root) {
+	if (sx_init(&s->free_set) < 0) {
 		snprintf(err, errlen, "bfc: out of memory");
 		return -1;
 	}
@@ -634,7 +661,7 @@ static int bfc_init(void *st, const char *conf, const struct policy_env *env,
 static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct bfc_state *s = st;
-	uint32_t top = bfc_free_largest(s);
+	uint32_t top = sx_largest(s->chunks, &s->free_set);
 	emit(ctx, "bytes_in_use", (int64_t)s->bytes_in_use);
 	emit(ctx, "peak_bytes_in_use", (int64_t)s->peak_bytes_in_use);
 	emit(ctx, "pool_bytes", (int64_t)s->total_region_bytes);
@@ -648,7 +675,7 @@ static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "largest_free_block", top ? (int64_t)s->chunks[top].size : 0);
 	emit(ctx, "largest_free_bin", top ? bfc_bin(s->chunks[top].size) : -1);
 	emit(ctx, "cached_free_bytes", (int64_t)(s->total_region_bytes - s->bytes_in_use));
-	emit(ctx, "free_chunks", (int64_t)s->free_chunks);
+	emit(ctx, "free_chunks", (int64_t)s->free_set.count);
 }
 
 static void bfc_fini(void *st)
@@ -658,7 +685,7 @@ static void bfc_fini(void *st)
 		device_free(s->dev, s->regions[i].ptr, s->regions[i].size);
 	free(s->chunks);
 	free(s->regions);
-	free(s->class_root);
+	sx_free_all(&s->free_set);
 	u64map_free(&s->in_use);
 	memset(s, 0, sizeof *s);
 }

@@ -20,18 +20,23 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
-/* ------------------------------------------ ordered set of key pairs */
+/* A free block: a node of its order's set. */
+struct bd_node {
+	uint64_t k1, k2;        /* (address, 0) */
+	uint32_t l, r, p, pri;  /* set links; l: free-slot link when unused */
+	uint32_t slot, order;   /* chunk slot, order */
+};
+
+/* ------------------------------------- intrusive ordered set (treap) */
 
 /*
- * A treap keyed by (k1, k2) with a u64 payload, nodes in one growable array
- * addressed by index (0 = none) so realloc never invalidates a reference.
- * Priorities are a hash of the key, so the shape (and every result) is the
- * same on every run. Expected O(log n) per operation.
+ * Free blocks of one order form a treap threaded through the node array
+ * itself (node i is element i, 0 = none), keyed by (k1, k2) = (address, 0)
+ * and linked to the parent, so a block leaves its set by handle with no
+ * search. Priorities are a hash of the key: the shape, like every result,
+ * is the same on every run. Expected O(log n) search, O(1) rotations.
  */
-struct ps_node { uint64_t k1, k2, val; uint32_t l, r, pri; };
-struct pset { struct ps_node *n; uint32_t cap, used, freelist, root; uint64_t count; };
-
-static uint32_t ps_hash(uint64_t a, uint64_t b)
+static uint32_t tr_prio(uint64_t a, uint64_t b)
 {
 	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
 	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
@@ -39,137 +44,83 @@ static uint32_t ps_hash(uint64_t a, uint64_t b)
 	return (uint32_t)x;
 }
 
-static int ps_lt(const struct ps_node *a, uint64_t k1, uint64_t k2)
+static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
 {
-	return a->k1 < k1 || (a->k1 == k1 && a->k2 < k2);
+	return a1 < b1 || (a1 == b1 && a2 < b2);
 }
 
-static void ps_free_all(struct pset *s)
+/* Lift X above its parent, keeping the in-order sequence. */
+static void tr_rotate_up(struct bd_node *n, uint32_t *root, uint32_t x)
 {
-	free(s->n);
-	memset(s, 0, sizeof *s);
-}
-
-/* Trees with keys < (k1,k2) into *L, the rest into *R. */
-static void ps_split(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2,
-		     uint32_t *l, uint32_t *r)
-{
-	if (!t) { *l = *r = 0; return; }
-	if (ps_lt(&s->n[t], k1, k2)) {
-		ps_split(s, s->n[t].r, k1, k2, &s->n[t].r, r);
-		*l = t;
+	uint32_t p = n[x].p, g = n[p].p, c;
+	if (n[p].l == x) {
+		c = n[x].r;
+		n[p].l = c;
+		n[x].r = p;
 	} else {
-		ps_split(s, s->n[t].l, k1, k2, l, &s->n[t].l);
-		*r = t;
+		c = n[x].l;
+		n[p].r = c;
+		n[x].l = p;
 	}
-}
-
-static uint32_t ps_merge(struct pset *s, uint32_t a, uint32_t b)
-{
-	if (!a || !b)
-		return a ? a : b;
-	if (s->n[a].pri > s->n[b].pri) {
-		s->n[a].r = ps_merge(s, s->n[a].r, b);
-		return a;
-	}
-	s->n[b].l = ps_merge(s, a, s->n[b].l);
-	return b;
-}
-
-static uint32_t ps_ins(struct pset *s, uint32_t t, uint32_t x)
-{
-	if (!t)
-		return x;
-	if (s->n[x].pri > s->n[t].pri) {
-		ps_split(s, t, s->n[x].k1, s->n[x].k2, &s->n[x].l, &s->n[x].r);
-		return x;
-	}
-	if (ps_lt(&s->n[x], s->n[t].k1, s->n[t].k2))
-		s->n[t].l = ps_ins(s, s->n[t].l, x);
+	if (c)
+		n[c].p = p;
+	n[p].p = x;
+	n[x].p = g;
+	if (!g)
+		*root = x;
+	else if (n[g].l == p)
+		n[g].l = x;
 	else
-		s->n[t].r = ps_ins(s, s->n[t].r, x);
-	return t;
+		n[g].r = x;
 }
 
-/* Insert a key not present. 0, or -1 when out of memory. */
-static int ps_insert(struct pset *s, uint64_t k1, uint64_t k2, uint64_t val)
+/* Add X, whose key is set and not in the set yet. */
+static void tr_insert(struct bd_node *n, uint32_t *root, uint32_t x)
 {
-	uint32_t x = s->freelist;
-	if (x) {
-		s->freelist = s->n[x].l;
-	} else {
-		if (s->used + 1 >= s->cap) {
-			uint32_t ncap = s->cap ? s->cap * 2 : 64;
-			struct ps_node *nn = realloc(s->n, (size_t)ncap * sizeof *nn);
-			if (!nn)
-				return -1;
-			s->n = nn;
-			s->cap = ncap;
-		}
-		x = ++s->used;
+	uint64_t k1 = n[x].k1, k2 = n[x].k2;
+	uint32_t cur = *root, par = 0;
+	int left = 0;
+	while (cur) {
+		par = cur;
+		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
+		cur = left ? n[cur].l : n[cur].r;
 	}
-	s->n[x] = (struct ps_node){k1, k2, val, 0, 0, ps_hash(k1, k2)};
-	s->root = ps_ins(s, s->root, x);
-	s->count++;
-	return 0;
-}
-
-static uint32_t ps_del(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2, int *found)
-{
-	if (!t)
-		return 0;
-	struct ps_node *n = &s->n[t];
-	if (n->k1 == k1 && n->k2 == k2) {
-		uint32_t m = ps_merge(s, n->l, n->r);
-		s->n[t].l = s->freelist;
-		s->freelist = t;
-		*found = 1;
-		return m;
-	}
-	if (ps_lt(n, k1, k2))
-		s->n[t].r = ps_del(s, n->r, k1, k2, found);
+	n[x].l = n[x].r = 0;
+	n[x].p = par;
+	n[x].pri = tr_prio(k1, k2);
+	if (!par)
+		*root = x;
+	else if (left)
+		n[par].l = x;
 	else
-		s->n[t].l = ps_del(s, n->l, k1, k2, found);
-	return t;
+		n[par].r = x;
+	while (n[x].p && n[n[x].p].pri < n[x].pri)
+		tr_rotate_up(n, root, x);
 }
 
-/* Remove (k1,k2); 1 if it was there. */
-static int ps_erase(struct pset *s, uint64_t k1, uint64_t k2)
+/* Take X out of the set. */
+static void tr_erase(struct bd_node *n, uint32_t *root, uint32_t x)
 {
-	int found = 0;
-	s->root = ps_del(s, s->root, k1, k2, &found);
-	s->count -= (uint64_t)found;
-	return found;
+	while (n[x].l && n[x].r)
+		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
+	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
+	if (c)
+		n[c].p = p;
+	if (!p)
+		*root = c;
+	else if (n[p].l == x)
+		n[p].l = c;
+	else
+		n[p].r = c;
 }
 
-/* The smallest node >= (k1,k2), or 0. */
-static uint32_t ps_lower_bound(const struct pset *s, uint64_t k1, uint64_t k2)
+/* The smallest element, or 0. */
+static uint32_t tr_first(const struct bd_node *n, uint32_t root)
 {
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			t = s->n[t].r;
-		} else {
-			best = t;
-			t = s->n[t].l;
-		}
-	}
-	return best;
-}
-
-/* The largest node < (k1,k2), or 0. */
-static uint32_t ps_before(const struct pset *s, uint64_t k1, uint64_t k2)
-{
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			best = t;
-			t = s->n[t].r;
-		} else {
-			t = s->n[t].l;
-		}
-	}
-	return best;
+	uint32_t cur = root;
+	while (cur && n[cur].l)
+		cur = n[cur].l;
+	return cur;
 }
 
 /* ------------------------------------------------------------ state */
@@ -180,7 +131,13 @@ struct bd_state {
 	struct sim_device *dev;
 	uint64_t min_block, chunk_size;
 	unsigned min_shift;
-	struct pset free_blocks;        /* (order, addr) -> chunk slot */
+	/* free blocks: a set by address per order, and their addresses */
+	struct bd_node *nodes;          /* slot 0 unused */
+	uint32_t nnodes, capnodes, free_nodes;
+	uint32_t root[64];              /* per order */
+	uint64_t orders;                /* bit k: root[k] != 0 */
+	uint64_t nfree;
+	struct u64map free_at;          /* free block address -> node */
 	struct bd_chunk *chunks;
 	uint32_t nchunks, capchunks;
 	struct u64map live;             /* addr -> chunk slot << 8 | order */
@@ -194,6 +151,57 @@ static const struct policy_knob bd_knobs[] = {
 	{NULL, NULL, NULL}};
 
 static unsigned bd_log2(uint64_t v) { return 63u - (unsigned)__builtin_clzll(v); }
+
+/* Make the block (ORDER, ADDR) of chunk SLOT free. 0, or -1 when out of memory. */
+static int bd_free_add(struct bd_state *s, unsigned order, uint64_t addr, uint32_t slot)
+{
+	uint32_t h = s->free_nodes;
+	if (h) {
+		s->free_nodes = s->nodes[h].l;
+	} else {
+		if (s->nnodes + 1 >= s->capnodes) {
+			uint32_t ncap = s->capnodes ? s->capnodes * 2 : 256;
+			struct bd_node *nn = realloc(s->nodes, (size_t)ncap * sizeof *nn);
+			if (!nn)
+				return -1;
+			s->nodes = nn;
+			s->capnodes = ncap;
+		}
+		h = ++s->nnodes;
+	}
+	if (u64map_put(&s->free_at, addr, h) < 0) {
+		s->nodes[h].l = s->free_nodes;
+		s->free_nodes = h;
+		return -1;
+	}
+	s->nodes[h] = (struct bd_node){.k1 = addr, .slot = slot, .order = order};
+	tr_insert(s->nodes, &s->root[order], h);
+	s->orders |= 1ull << order;
+	s->nfree++;
+	return 0;
+}
+
+/* Take free block H out of the free set. */
+static void bd_free_remove(struct bd_state *s, uint32_t h)
+{
+	unsigned order = s->nodes[h].order;
+	u64map_del(&s->free_at, s->nodes[h].k1, NULL);
+	tr_erase(s->nodes, &s->root[order], h);
+	if (!s->root[order])
+		s->orders &= ~(1ull << order);
+	s->nodes[h].l = s->free_nodes;
+	s->free_nodes = h;
+	s->nfree--;
+}
+
+/* The free block (ORDER, ADDR), or 0. */
+static uint32_t bd_free_lookup(const struct bd_state *s, unsigned order, uint64_t addr)
+{
+	uint64_t h;
+	if (!u64map_get(&s->free_at, addr, &h) || s->nodes[h].order != order)
+		return 0;
+	return (uint32_t)h;
+}
 static int bd_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
 /* Release every wholly free chunk; returns how many. */
@@ -202,8 +210,10 @@ static int bd_release_free_chunks(struct bd_state *s)
 	int n = 0;
 	for (uint32_t i = 0; i < s->nchunks; i++) {
 		struct bd_chunk *c = &s->chunks[i];
-		if (!c->used || !ps_erase(&s->free_blocks, c->top, c->base))
+		uint32_t h = c->used ? bd_free_lookup(s, c->top, c->base) : 0;
+		if (!h)
 			continue;
+		bd_free_remove(s, h);
 		device_free(s->dev, c->base, s->min_block << c->top);
 		s->pool -= s->min_block << c->top;
 		c->used = 0;
@@ -233,7 +243,7 @@ static int bd_new_chunk(struct bd_state *s, unsigned order, uint32_t stream)
 	if (device_malloc(s->dev, bytes, stream, &addr) != DEVICE_OK &&
 	    (!bd_release_free_chunks(s) || device_malloc(s->dev, bytes, stream, &addr) != DEVICE_OK))
 		return -1;
-	if (ps_insert(&s->free_blocks, top, addr, slot) < 0) {
+	if (bd_free_add(s, top, addr, slot) < 0) {
 		device_free(s->dev, addr, bytes);
 		return -1;
 	}
@@ -257,21 +267,22 @@ static int bd_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 	unsigned k = bd_log2(need - 1) + 1 - s->min_shift;
 	if (need == s->min_block)
 		k = 0;
-	uint32_t n = ps_lower_bound(&s->free_blocks, k, 0);
-	if (!n) {
+	uint64_t fit = s->orders & (~0ull << k);
+	if (!fit) {
 		if (bd_new_chunk(s, k, req->stream) < 0)
 			return POLICY_OOM;
-		n = ps_lower_bound(&s->free_blocks, k, 0);
+		fit = s->orders & (~0ull << k);
 	}
-	unsigned j = (unsigned)s->free_blocks.n[n].k1;
-	uint64_t addr = s->free_blocks.n[n].k2;
-	uint32_t slot = (uint32_t)s->free_blocks.n[n].val;
+	unsigned j = (unsigned)__builtin_ctzll(fit);
+	uint32_t n = tr_first(s->nodes, s->root[j]);
+	uint64_t addr = s->nodes[n].k1;
+	uint32_t slot = s->nodes[n].slot;
 	if (u64map_put(&s->live, addr, (uint64_t)slot << 8 | k) < 0)
 		return POLICY_OOM;
-	ps_erase(&s->free_blocks, j, addr);
+	bd_free_remove(s, n);
 	while (j > k) {
 		j--;
-		if (ps_insert(&s->free_blocks, j, addr + (s->min_block << j), slot) < 0)
+		if (bd_free_add(s, j, addr + (s->min_block << j), slot) < 0)
 			break;  /* out of host memory: that half is never reused */
 	}
 	uint64_t bytes = s->min_block << k;
@@ -295,13 +306,15 @@ static void bd_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 	s->in_use -= s->min_block << k;
 	while (k < c->top) {
 		uint64_t buddy = c->base + ((addr - c->base) ^ (s->min_block << k));
-		if (!ps_erase(&s->free_blocks, k, buddy))
+		uint32_t h = bd_free_lookup(s, k, buddy);
+		if (!h)
 			break;
+		bd_free_remove(s, h);
 		if (buddy < addr)
 			addr = buddy;
 		k++;
 	}
-	ps_insert(&s->free_blocks, k, addr, slot);
+	bd_free_add(s, k, addr, slot);   /* out of host memory: never reused */
 }
 
 static void bd_control(void *st, enum policy_control ctl, uint64_t arg)
@@ -350,21 +363,22 @@ static int bd_init(void *st, const char *conf, const struct policy_env *env,
 	s->min_shift = bd_log2(min_block);
 	s->chunk_size = chunk;
 	u64map_init(&s->live);
+	u64map_init(&s->free_at);
 	return 0;
 }
 
 static void bd_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct bd_state *s = st;
-	uint32_t top = ps_before(&s->free_blocks, UINT64_MAX, UINT64_MAX);
+
 	emit(ctx, "allocated_bytes", (int64_t)s->in_use);
 	emit(ctx, "pool_bytes", (int64_t)s->pool);
 	emit(ctx, "peak_pool_bytes", (int64_t)s->peak_pool);
 	emit(ctx, "num_chunks", (int64_t)s->live_chunks);
 	emit(ctx, "num_device_alloc", (int64_t)s->device_chunks);
-	emit(ctx, "free_blocks", (int64_t)s->free_blocks.count);
+	emit(ctx, "free_blocks", (int64_t)s->nfree);
 	emit(ctx, "largest_free_block",
-	     top ? (int64_t)(s->min_block << s->free_blocks.n[top].k1) : 0);
+	     s->orders ? (int64_t)(s->min_block << bd_log2(s->orders)) : 0);
 	emit(ctx, "cached_free_bytes", (int64_t)(s->pool - s->in_use));
 }
 
@@ -375,7 +389,8 @@ static void bd_fini(void *st)
 		if (s->chunks[i].used)
 			device_free(s->dev, s->chunks[i].base, s->min_block << s->chunks[i].top);
 	free(s->chunks);
-	ps_free_all(&s->free_blocks);
+	free(s->nodes);
+	u64map_free(&s->free_at);
 	u64map_free(&s->live);
 	memset(s, 0, sizeof *s);
 }

@@ -41,16 +41,17 @@
 /*
  * A segment of [base, top): a live block or a free range. Segments tile the
  * used part of the range in address order (prev/next), so a freed block
- * finds its neighbours without a lookup. Free ranges are also the nodes of
- * the free set, keyed by (class, size/256 << 32 | offset/256): best fit by
- * (size, address) within an availability class.
+ * finds its neighbours without a lookup. A free range is a node of its
+ * availability class's set (free to every stream, or to one stream until
+ * the next synchronisation), keyed (size/256, offset/256) for best fit.
  */
 struct ca_seg {
-	uint64_t k1, k2;        /* free-set key, while free */
-	uint32_t l, r, p, pri;  /* free-set links, while free */
+	uint64_t k1, k2;        /* set key, while free */
+	uint32_t l, r, p, pri;  /* set links, while free */
 	uint64_t start, size;
+	uint64_t cls;           /* availability class, while free */
 	uint32_t prev, next;    /* address neighbours, 0 = none; next: free-slot link */
-	uint32_t is_free, unused;
+	uint32_t is_free;
 };
 
 /* ------------------------------------- intrusive ordered set (treap) */
@@ -156,15 +157,6 @@ static uint32_t tr_lower_bound(const struct ca_seg *n, uint32_t root, uint64_t k
 	return best;
 }
 
-/* The largest element, or 0. */
-static uint32_t tr_last(const struct ca_seg *n, uint32_t root)
-{
-	uint32_t cur = root;
-	while (cur && n[cur].r)
-		cur = n[cur].r;
-	return cur;
-}
-
 /* The smallest element, or 0. */
 static uint32_t tr_first(const struct ca_seg *n, uint32_t root)
 {
@@ -174,35 +166,141 @@ static uint32_t tr_first(const struct ca_seg *n, uint32_t root)
 	return cur;
 }
 
-/* The largest element < (k1,k2), or 0. */
-static uint32_t tr_before(const struct ca_seg *n, uint32_t root, uint64_t k1, uint64_t k2)
+/* The largest element, or 0. */
+static uint32_t tr_last(const struct ca_seg *n, uint32_t root)
 {
-	uint32_t cur = root, best = 0;
-	while (cur) {
-		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
-			best = cur;
-			cur = n[cur].r;
-		} else {
-			cur = n[cur].l;
-		}
+	uint32_t cur = root;
+	while (cur && n[cur].r)
+		cur = n[cur].r;
+	return cur;
+}
+
+/* ---------------------------------------------- ordered set by size */
+
+/*
+ * Free pieces ordered by (k1, k2) = (size, address), for best fit. Sizes
+ * below SX_CLASSES units each have their own treap (by address, usually a
+ * node or two), found through a two-level bitmap of non-empty sizes, so a
+ * best-fit search costs a few word scans instead of a descent through every
+ * free piece; larger sizes share one treap by (size, address).
+ */
+#define SX_CLASSES (1u << 16)
+#define SX_SHIFT 0               /* k1 is the size in 256 B units */
+
+struct sx_index {
+	uint32_t *root;          /* [SX_CLASSES] treap per exact size unit */
+	uint64_t *bits;          /* [SX_CLASSES / 64] bit: root[i] != 0 */
+	uint64_t *words;         /* [SX_CLASSES / 4096] bit: bits[i] != 0 */
+	uint32_t big, count;     /* sizes >= SX_CLASSES units; elements */
+};
+
+/* 0, or -1 when out of memory. */
+static int sx_init(struct sx_index *x)
+{
+	size_t n = SX_CLASSES * sizeof(uint32_t) + (SX_CLASSES / 64 + SX_CLASSES / 4096) * 8;
+	memset(x, 0, sizeof *x);
+	x->root = calloc(1, n);
+	if (!x->root)
+		return -1;
+	x->bits = (uint64_t *)(x->root + SX_CLASSES);
+	x->words = x->bits + SX_CLASSES / 64;
+	return 0;
+}
+
+static void sx_free_all(struct sx_index *x)
+{
+	free(x->root);
+	memset(x, 0, sizeof *x);
+}
+
+static void sx_insert(struct ca_seg *n, struct sx_index *x, uint32_t h)
+{
+	uint64_t c = n[h].k1 >> SX_SHIFT;
+	x->count++;
+	if (c >= SX_CLASSES) {
+		tr_insert(n, &x->big, h);
+		return;
 	}
-	return best;
+	if (!x->root[c]) {
+		x->bits[c >> 6] |= 1ull << (c & 63);
+		x->words[c >> 12] |= 1ull << ((c >> 6) & 63);
+	}
+	tr_insert(n, &x->root[c], h);
+}
+
+static void sx_erase(struct ca_seg *n, struct sx_index *x, uint32_t h)
+{
+	uint64_t c = n[h].k1 >> SX_SHIFT;
+	x->count--;
+	if (c >= SX_CLASSES) {
+		tr_erase(n, &x->big, h);
+		return;
+	}
+	tr_erase(n, &x->root[c], h);
+	if (!x->root[c]) {
+		x->bits[c >> 6] &= ~(1ull << (c & 63));
+		if (!x->bits[c >> 6])
+			x->words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
+	}
+}
+
+/* The smallest non-empty class >= C (C < SX_CLASSES), or SX_CLASSES. */
+static uint64_t sx_class_from(const struct sx_index *x, uint64_t c)
+{
+	uint64_t w = c >> 6, bits = x->bits[w] & (~0ull << (c & 63));
+	if (bits)
+		return w << 6 | (uint64_t)__builtin_ctzll(bits);
+	uint64_t sw = w >> 6, sbits = x->words[sw] & ((~0ull << (w & 63)) << 1);
+	while (!sbits) {
+		if (++sw == SX_CLASSES / 4096)
+			return SX_CLASSES;
+		sbits = x->words[sw];
+	}
+	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
+	return w << 6 | (uint64_t)__builtin_ctzll(x->bits[w]);
+}
+
+/* The element with the smallest (k1, k2) >= (k1, 0), or 0. */
+static uint32_t sx_find(const struct ca_seg *n, const struct sx_index *x, uint64_t k1)
+{
+	uint64_t c = k1 >> SX_SHIFT;
+	if (c < SX_CLASSES && (c = sx_class_from(x, c)) < SX_CLASSES)
+		return tr_first(n, x->root[c]);
+	return tr_lower_bound(n, x->big, k1, 0);
+}
+
+/* An element of the largest size, or 0. */
+static uint32_t sx_largest(const struct ca_seg *n, const struct sx_index *x)
+{
+	if (x->big)
+		return tr_last(n, x->big);
+	for (uint32_t sw = SX_CLASSES / 4096; sw-- > 0;) {
+		if (!x->words[sw])
+			continue;
+		uint64_t w = (uint64_t)sw << 6 | (uint64_t)(63 - __builtin_clzll(x->words[sw]));
+		return x->root[w << 6 | (uint64_t)(63 - __builtin_clzll(x->bits[w]))];
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------ state */
 
-struct ca_heap { uint64_t *a; size_t n, cap; };   /* max-heap of page numbers */
+struct ca_class { uint64_t cls; struct sx_index ix; };
 
 struct ca_state {
 	struct sim_device *dev;
 	uint64_t release_threshold;
 	uint64_t base, top;          /* virtual range; top: first never-used byte */
-	struct pset ranges;          /* (class, size/256 << 32 | off/256) free ranges */
-	struct u64map fsize, fcls;   /* free range start -> size, class */
-	struct u64map fend;          /* free range end -> start */
-	struct u64map live;          /* block addr -> size */
-	struct u64map pages;         /* page number -> users * 2 + mapped */
-	struct ca_heap idle;         /* candidates for trimming (lazy) */
+	struct ca_seg *segs;         /* slot 0 unused */
+	uint32_t nsegs, capsegs, free_slots;
+	uint32_t last;               /* the segment ending at top, 0 = none */
+	struct sx_index global;      /* ranges free to every stream */
+	struct ca_class *cl;         /* ranges free to one stream, by class */
+	uint32_t ncl, capcl;
+	struct u64map live;          /* block addr -> segment */
+	uint32_t *pages;             /* page number -> users * 2 + mapped */
+	uint64_t *idle;              /* bit per page: mapped, no users (pages[] == 1) */
+	uint64_t npages;             /* entries of pages[] (all past them are 0) */
 	uint64_t mapped_pages, busy_pages;
 	uint64_t used, used_high, reserved_high;
 	uint64_t trims, syncs;
@@ -215,145 +313,191 @@ static const struct policy_knob ca_knobs[] = {
 
 static uint64_t ca_cls(uint32_t stream) { return (uint64_t)stream + 1; }
 
-static uint64_t ca_key2(const struct ca_state *s, uint64_t addr, uint64_t size)
+/* ------------------------------------------------------- segments */
+
+/* A fresh segment slot, or 0 when out of memory. */
+static uint32_t ca_new_seg(struct ca_state *s)
 {
-	return (size / CA_ROUND) << 32 | (addr - s->base) / CA_ROUND;
+	if (s->free_slots) {
+		uint32_t h = s->free_slots;
+		s->free_slots = s->segs[h].next;
+		return h;
+	}
+	if (s->nsegs + 1 >= s->capsegs) {
+		uint32_t ncap = s->capsegs ? s->capsegs * 2 : 256;
+		struct ca_seg *ns = realloc(s->segs, (size_t)ncap * sizeof *ns);
+		if (!ns)
+			return 0;
+		s->segs = ns;
+		s->capsegs = ncap;
+	}
+	return ++s->nsegs;
 }
 
-static int ca_heap_push(struct ca_heap *h, uint64_t v)
+/* Unlink H from the address list and recycle its slot. */
+static void ca_drop_seg(struct ca_state *s, uint32_t h)
 {
-	if (h->n == h->cap) {
-		size_t ncap = h->cap ? h->cap * 2 : 64;
-		uint64_t *na = realloc(h->a, ncap * sizeof *na);
-		if (!na)
-			return -1;
-		h->a = na;
-		h->cap = ncap;
-	}
-	size_t i = h->n++;
-	while (i && h->a[(i - 1) / 2] < v) {
-		h->a[i] = h->a[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->a[i] = v;
-	return 0;
+	struct ca_seg *g = &s->segs[h];
+	if (g->prev)
+		s->segs[g->prev].next = g->next;
+	if (g->next)
+		s->segs[g->next].prev = g->prev;
+	else
+		s->last = g->prev;
+	g->next = s->free_slots;
+	s->free_slots = h;
 }
 
-static uint64_t ca_heap_pop(struct ca_heap *h)
+/* The set of class CLS; a new one when CREATE. NULL when there is none (or
+ * no memory for it). Classes stay sorted by number. */
+static struct sx_index *ca_index(struct ca_state *s, uint64_t cls, int create)
 {
-	uint64_t top = h->a[0], v = h->a[--h->n];
-	size_t i = 0;
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		uint64_t mv = v;
-		if (l < h->n && h->a[l] > mv) { m = l; mv = h->a[l]; }
-		if (r < h->n && h->a[r] > mv) m = r;
-		if (m == i)
-			break;
-		h->a[i] = h->a[m];
-		i = m;
+	if (cls == CA_GLOBAL)
+		return &s->global;
+	uint32_t lo = 0, hi = s->ncl;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (s->cl[mid].cls < cls)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	if (h->n)
-		h->a[i] = v;
-	return top;
+	if (lo < s->ncl && s->cl[lo].cls == cls)
+		return &s->cl[lo].ix;
+	if (!create)
+		return NULL;
+	if (s->ncl == s->capcl) {
+		uint32_t ncap = s->capcl ? s->capcl * 2 : 4;
+		struct ca_class *nc = realloc(s->cl, ncap * sizeof *nc);
+		if (!nc)
+			return NULL;
+		s->cl = nc;
+		s->capcl = ncap;
+	}
+	struct sx_index ix;
+	if (sx_init(&ix) < 0)
+		return NULL;
+	memmove(&s->cl[lo + 1], &s->cl[lo], (s->ncl - lo) * sizeof *s->cl);
+	s->cl[lo] = (struct ca_class){cls, ix};
+	s->ncl++;
+	return &s->cl[lo].ix;
 }
 
-/* ----------------------------------------------------- free ranges */
-
-static void ca_range_remove(struct ca_state *s, uint64_t start)
+/* Take free range H out of its set. */
+static void ca_set_erase(struct ca_state *s, uint32_t h)
 {
-	uint64_t size, cls;
-	u64map_del(&s->fsize, start, &size);
-	u64map_del(&s->fcls, start, &cls);
-	u64map_del(&s->fend, start + size, NULL);
-	ps_erase(&s->ranges, cls, ca_key2(s, start, size));
+	sx_erase(s->segs, ca_index(s, s->segs[h].cls, 0), h);
+	s->segs[h].is_free = 0;
 }
 
-/* Make [a, a+size) free to class CLS, merged with same-class neighbours;
- * a range reaching the top lowers the top instead. */
-static void ca_range_add(struct ca_state *s, uint64_t a, uint64_t size, uint64_t cls)
+/* Make segment H a range free to class CLS, merged with same-class free
+ * neighbours; a free-to-all range reaching the top lowers the top instead. */
+static void ca_range_add(struct ca_state *s, uint32_t h, uint64_t cls)
 {
-	uint64_t pstart, psize, pcls, nsize, ncls;
-	if (u64map_get(&s->fend, a, &pstart) && u64map_get(&s->fcls, pstart, &pcls) &&
-	    pcls == cls) {
-		u64map_get(&s->fsize, pstart, &psize);
-		ca_range_remove(s, pstart);
-		a = pstart;
-		size += psize;
+	struct ca_seg *g = &s->segs[h];
+	uint32_t pv = g->prev, nx = g->next;
+	if (pv && s->segs[pv].is_free && s->segs[pv].cls == cls) {
+		ca_set_erase(s, pv);
+		g->start = s->segs[pv].start;
+		g->size += s->segs[pv].size;
+		ca_drop_seg(s, pv);
 	}
-	if (u64map_get(&s->fsize, a + size, &nsize) && u64map_get(&s->fcls, a + size, &ncls) &&
-	    ncls == cls) {
-		ca_range_remove(s, a + size);
-		size += nsize;
+	if (nx && s->segs[nx].is_free && s->segs[nx].cls == cls) {
+		ca_set_erase(s, nx);
+		g->size += s->segs[nx].size;
+		ca_drop_seg(s, nx);
 	}
-	if (cls == CA_GLOBAL && a + size == s->top) {
-		s->top = a;
+	if (cls == CA_GLOBAL && !g->next) {
+		s->top = g->start;
+		ca_drop_seg(s, h);
 		return;
 	}
-	if (ps_insert(&s->ranges, cls, ca_key2(s, a, size), a) < 0)
+	struct sx_index *ix = ca_index(s, cls, 1);
+	if (!ix)
 		return;    /* out of host memory: the range is simply lost */
-	u64map_put(&s->fsize, a, size);
-	u64map_put(&s->fcls, a, cls);
-	u64map_put(&s->fend, a + size, a);
+	g = &s->segs[h];
+	g->is_free = 1;
+	g->cls = cls;
+	g->k1 = g->size / CA_ROUND;
+	g->k2 = (g->start - s->base) / CA_ROUND;
+	sx_insert(s->segs, ix, h);
 }
 
-/* Best fit in class CLS: the range's start, or UINT64_MAX. */
-static uint64_t ca_fit(const struct ca_state *s, uint64_t cls, uint64_t size)
+/* Best fit in class CLS: the range's segment, or 0. */
+static uint32_t ca_fit(struct ca_state *s, uint64_t cls, uint64_t size)
 {
-	uint32_t n = ps_lower_bound(&s->ranges, cls, (size / CA_ROUND) << 32);
-	if (!n || s->ranges.n[n].k1 != cls)
-		return UINT64_MAX;
-	return s->ranges.n[n].val;
+	struct sx_index *ix = ca_index(s, cls, 0);
+	return ix ? sx_find(s->segs, ix, size / CA_ROUND) : 0;
 }
 
 /* ---------------------------------------------------------- pages */
 
-static uint64_t ca_page_info(const struct ca_state *s, uint64_t p)
+/* pages[] covers page P (zero-filled growth). 0, or -1 when out of memory. */
+static int ca_pages_cover(struct ca_state *s, uint64_t p)
 {
-	uint64_t v = 0;
-	u64map_get(&s->pages, p, &v);
-	return v;
+	if (p < s->npages)
+		return 0;
+	uint64_t n = s->npages ? s->npages : 1024;
+	while (n <= p)
+		n *= 2;
+	uint32_t *np = realloc(s->pages, n * sizeof *np);
+	if (!np)
+		return -1;
+	s->pages = np;
+	uint64_t *ni = realloc(s->idle, n / 64 * sizeof *ni);
+	if (!ni)
+		return -1;
+	s->idle = ni;
+	memset(np + s->npages, 0, (n - s->npages) * sizeof *np);
+	memset(ni + s->npages / 64, 0, (n - s->npages) / 64 * sizeof *ni);
+	s->npages = n;
+	return 0;
 }
 
-/* Pages of [a, a+size) not mapped yet. */
+/* Pages of [a, a+size) not mapped yet (pages[] covers them). */
 static uint64_t ca_unmapped(const struct ca_state *s, uint64_t a, uint64_t size)
 {
 	uint64_t n = 0;
 	for (uint64_t p = (a - s->base) / CA_PAGE; p <= (a + size - 1 - s->base) / CA_PAGE; p++)
-		n += !(ca_page_info(s, p) & 1);
+		n += !(s->pages[p] & 1);
 	return n;
 }
 
-/* Unmap idle pages, highest first, until reserved <= KEEP. */
+static void ca_set_idle(struct ca_state *s, uint64_t p, int idle)
+{
+	if (idle)
+		s->idle[p / 64] |= 1ull << (p % 64);
+	else
+		s->idle[p / 64] &= ~(1ull << (p % 64));
+}
+
+/* Unmap idle pages, highest first, until reserved <= KEEP; adjacent pages
+ * go in one call. */
 static void ca_trim(struct ca_state *s, uint64_t keep)
 {
-	uint64_t run_lo = 0, run_n = 0;
-	while (s->idle.n && s->mapped_pages * CA_PAGE > keep) {
-		uint64_t p = ca_heap_pop(&s->idle), v = ca_page_info(s, p);
-		if (v != 1)
-			continue;   /* stale: busy again or already unmapped */
-		u64map_del(&s->pages, p, NULL);
+	uint64_t run_lo = 0, run_n = 0, w = s->npages / 64;
+	while (w > 0 && s->mapped_pages * CA_PAGE > keep) {
+		if (!s->idle[w - 1]) {
+			w--;
+			continue;
+		}
+		uint64_t p = (w - 1) * 64 + (uint64_t)(63 - __builtin_clzll(s->idle[w - 1]));
+		ca_set_idle(s, p, 0);
+		s->pages[p] = 0;
 		s->mapped_pages--;
 		if (run_n && p + 1 == run_lo) {
 			run_lo = p;
 			run_n++;
-			continue;
+		} else {
+			if (run_n)
+				device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
+			run_lo = p;
+			run_n = 1;
 		}
-		if (run_n)
-			device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
-		run_lo = p;
-		run_n = 1;
 	}
 	if (run_n) {
 		device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
 		s->trims++;
-	}
-	/* the heap holds stale entries too: rebuild when they dominate */
-	if (s->idle.n > 4 * s->mapped_pages + 1024) {
-		s->idle.n = 0;
-		for (size_t i = 0; i < s->pages.cap; i++)
-			if (s->pages.keys[i] != U64MAP_EMPTY && s->pages.vals[i] == 1)
-				ca_heap_push(&s->idle, s->pages.keys[i]);
 	}
 }
 
@@ -362,18 +506,18 @@ static int ca_map(struct ca_state *s, uint64_t a, uint64_t size, uint32_t stream
 {
 	uint64_t first = (a - s->base) / CA_PAGE, last = (a + size - 1 - s->base) / CA_PAGE;
 	for (uint64_t p = first; p <= last;) {
-		if (ca_page_info(s, p) & 1) {
+		if (s->pages[p] & 1) {
 			p++;
 			continue;
 		}
 		uint64_t q = p;
-		while (q + 1 <= last && !(ca_page_info(s, q + 1) & 1))
+		while (q + 1 <= last && !(s->pages[q + 1] & 1))
 			q++;
 		if (device_map(s->dev, s->base + p * CA_PAGE, (q - p + 1) * CA_PAGE, stream) != DEVICE_OK)
 			return -1;
 		for (uint64_t i = p; i <= q; i++) {
-			u64map_put(&s->pages, i, 1);
-			ca_heap_push(&s->idle, i);   /* idle until the users are counted */
+			s->pages[i] = 1;
+			ca_set_idle(s, i, 1);   /* idle until the users are counted */
 		}
 		s->mapped_pages += q - p + 1;
 		p = q + 1;
@@ -386,19 +530,21 @@ static void ca_use(struct ca_state *s, uint64_t a, uint64_t size, int delta)
 {
 	uint64_t first = (a - s->base) / CA_PAGE, last = (a + size - 1 - s->base) / CA_PAGE;
 	for (uint64_t p = first; p <= last; p++) {
-		uint64_t v = ca_page_info(s, p);
+		uint32_t v = s->pages[p];
 		if (delta > 0) {
-			if (v == 1)
+			if (v == 1) {
 				s->busy_pages++;
+				ca_set_idle(s, p, 0);
+			}
 			v += 2;
 		} else if (v >= 2) {
 			v -= 2;
 			if (v == 1) {
 				s->busy_pages--;
-				ca_heap_push(&s->idle, p);
+				ca_set_idle(s, p, 1);
 			}
 		}
-		u64map_put(&s->pages, p, v);
+		s->pages[p] = v;
 	}
 }
 
@@ -410,15 +556,20 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 	if (req->bytes > CA_VA_BYTES)
 		return POLICY_OOM;
 	uint64_t size = req->bytes ? (req->bytes + CA_ROUND - 1) & ~(CA_ROUND - 1) : CA_ROUND;
-	uint64_t a = ca_fit(s, ca_cls(req->stream), size), cap = device_capacity(s->dev);
-	if (a == UINT64_MAX)
-		a = ca_fit(s, CA_GLOBAL, size);
-	int from_top = a == UINT64_MAX;
+	uint64_t cap = device_capacity(s->dev), a;
+	uint32_t h = ca_fit(s, ca_cls(req->stream), size);
+	if (!h)
+		h = ca_fit(s, CA_GLOBAL, size);
+	int from_top = !h;
 	if (from_top) {
 		a = s->top;
 		if (a + size > s->base + CA_VA_BYTES)
 			return POLICY_OOM;
+	} else {
+		a = s->segs[h].start;
 	}
+	if (ca_pages_cover(s, (a + size - 1 - s->base) / CA_PAGE) < 0)
+		return POLICY_OOM;
 	if (cap) {
 		uint64_t need = ca_unmapped(s, a, size) * CA_PAGE;
 		if (device_reserved(s->dev) + need > cap) {
@@ -430,17 +581,40 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 	}
 	uint64_t cls = 0;
 	if (from_top) {
+		h = ca_new_seg(s);
+		if (!h)
+			return POLICY_OOM;
+		s->segs[h] = (struct ca_seg){.start = a, .size = size, .prev = s->last};
+		if (s->last)
+			s->segs[s->last].next = h;
+		s->last = h;
 		s->top = a + size;
 	} else {
-		uint64_t rsize;
-		u64map_get(&s->fsize, a, &rsize);
-		u64map_get(&s->fcls, a, &cls);
-		ca_range_remove(s, a);
-		if (rsize > size)
-			ca_range_add(s, a + size, rsize - size, cls);
+		struct ca_seg *g = &s->segs[h];
+		uint64_t rsize = g->size;
+		cls = g->cls;
+		ca_set_erase(s, h);
+		g->size = size;
+		if (rsize > size) {
+			uint32_t t = ca_new_seg(s);
+			g = &s->segs[h];     /* segs may have moved */
+			if (!t) {
+				g->size = rsize;
+				ca_range_add(s, h, cls);
+				return POLICY_OOM;
+			}
+			s->segs[t] = (struct ca_seg){.start = a + size, .size = rsize - size,
+						     .prev = h, .next = g->next};
+			if (g->next)
+				s->segs[g->next].prev = t;
+			else
+				s->last = t;
+			g->next = t;
+			ca_range_add(s, t, cls);
+		}
 	}
-	if (ca_map(s, a, size, req->stream) < 0 || u64map_put(&s->live, a, size) < 0) {
-		ca_range_add(s, a, size, from_top ? CA_GLOBAL : cls);
+	if (ca_map(s, a, size, req->stream) < 0 || u64map_put(&s->live, a, h) < 0) {
+		ca_range_add(s, h, from_top ? CA_GLOBAL : cls);
 		return POLICY_OOM;
 	}
 	ca_use(s, a, size, +1);
@@ -457,24 +631,25 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 static void ca_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stream)
 {
 	struct ca_state *s = st;
-	uint64_t size;
+	uint64_t h;
 	(void)block_bytes;
-	if (!u64map_del(&s->live, addr, &size))
+	if (!u64map_del(&s->live, addr, &h))
 		return;
+	uint64_t size = s->segs[h].size;
 	ca_use(s, addr, size, -1);
 	s->used -= size;
-	ca_range_add(s, addr, size, ca_cls(stream));
+	ca_range_add(s, (uint32_t)h, ca_cls(stream));
 }
 
 /* Every pending per-stream range becomes free to all streams. */
 static void ca_publish(struct ca_state *s)
 {
-	uint32_t n;
-	while ((n = ps_lower_bound(&s->ranges, 1, 0)) != 0) {
-		uint64_t a = s->ranges.n[n].val, size;
-		u64map_get(&s->fsize, a, &size);
-		ca_range_remove(s, a);
-		ca_range_add(s, a, size, CA_GLOBAL);
+	for (uint32_t i = 0; i < s->ncl; i++) {
+		uint32_t h;
+		while ((h = sx_find(s->segs, &s->cl[i].ix, 0)) != 0) {
+			ca_set_erase(s, h);
+			ca_range_add(s, h, CA_GLOBAL);
+		}
 	}
 }
 
@@ -513,28 +688,28 @@ static int ca_init(void *st, const char *conf, const struct policy_env *env,
 	if (r < 0)
 		return -1;
 	memset(s, 0, sizeof *s);
+	if (sx_init(&s->global) < 0) {
+		snprintf(err, errlen, "cuda_async: out of memory");
+		return -1;
+	}
 	s->dev = env->dev;
 	s->release_threshold = threshold;
 	s->base = s->top = device_reserve_va(env->dev, CA_VA_BYTES);
-	u64map_init(&s->fsize);
-	u64map_init(&s->fcls);
-	u64map_init(&s->fend);
 	u64map_init(&s->live);
-	u64map_init(&s->pages);
 	return 0;
 }
 
 static void ca_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct ca_state *s = st;
-	uint32_t top = ps_before(&s->ranges, CA_GLOBAL + 1, 0);
+	uint32_t top = sx_largest(s->segs, &s->global);
 	emit(ctx, "reserved_mem_current", (int64_t)(s->mapped_pages * CA_PAGE));
 	emit(ctx, "reserved_mem_high", (int64_t)s->reserved_high);
 	emit(ctx, "used_mem_current", (int64_t)s->used);
 	emit(ctx, "used_mem_high", (int64_t)s->used_high);
 	emit(ctx, "release_threshold", (int64_t)s->release_threshold);
 	emit(ctx, "largest_free_block",
-	     top && s->ranges.n[top].k1 == CA_GLOBAL ? (int64_t)(s->ranges.n[top].k2 >> 32) * (int64_t)CA_ROUND : 0);
+	     top ? (int64_t)s->segs[top].k1 * (int64_t)CA_ROUND : 0);
 	emit(ctx, "cached_free_bytes", (int64_t)((s->mapped_pages - s->busy_pages) * CA_PAGE));
 	emit(ctx, "num_trims", (int64_t)s->trims);
 }
@@ -544,13 +719,14 @@ static void ca_fini(void *st)
 	struct ca_state *s = st;
 	if (s->mapped_pages)
 		device_unmap(s->dev, s->base, s->mapped_pages * CA_PAGE);
-	ps_free_all(&s->ranges);
-	u64map_free(&s->fsize);
-	u64map_free(&s->fcls);
-	u64map_free(&s->fend);
+	free(s->segs);
+	free(s->pages);
+	sx_free_all(&s->global);
+	for (uint32_t i = 0; i < s->ncl; i++)
+		sx_free_all(&s->cl[i].ix);
+	free(s->cl);
 	u64map_free(&s->live);
-	u64map_free(&s->pages);
-	free(s->idle.a);
+	free(s->idle);
 	memset(s, 0, sizeof *s);
 }
 

@@ -32,18 +32,29 @@
 #define OP_NEVER UINT32_MAX      /* a buffer the trace never frees */
 #define OP_GREEDY_MAX 2048       /* buffers (b) still handles quickly */
 #define OP_FREE_BIT 0x80000000u  /* event list: the entry is a free */
-/* ------------------------------------------ ordered set of key pairs */
+/*
+ * A node: in the planner, a segment of [0, top) (a placed buffer or a gap;
+ * gaps are keyed (size, offset) for best fit); in the replay, a block served
+ * from the arena, keyed (offset, 0).
+ */
+struct op_node {
+	uint64_t k1, k2;
+	uint32_t l, r, p, pri;  /* set links; l: free-slot link when unused */
+	uint32_t prev, next;    /* planner: address neighbours, 0 = none */
+	uint64_t size;          /* replay: block bytes; planner: 1 for a gap */
+};
+
+/* ------------------------------------- intrusive ordered set (treap) */
 
 /*
- * A treap keyed by (k1, k2) with a u64 payload, nodes in one growable array
- * addressed by index (0 = none) so realloc never invalidates a reference.
- * Priorities are a hash of the key, so the shape (and every result) is the
- * same on every run. Expected O(log n) per operation.
+ * Treaps threaded through a node array itself (node i is element i, 0 =
+ * none), keyed by (k1, k2) and linked to the parent, so an element leaves
+ * its set by handle with no search and joining one allocates nothing.
+ * Priorities are a hash of the key: the shape, like every result, is the
+ * same on every run. Expected O(log n) search, O(1) rotations. Both the
+ * planner's segments and the replay's live blocks are struct op_node.
  */
-struct ps_node { uint64_t k1, k2, val; uint32_t l, r, pri; };
-struct pset { struct ps_node *n; uint32_t cap, used, freelist, root; uint64_t count; };
-
-static uint32_t ps_hash(uint64_t a, uint64_t b)
+static uint32_t tr_prio(uint64_t a, uint64_t b)
 {
 	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
 	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
@@ -51,142 +62,197 @@ static uint32_t ps_hash(uint64_t a, uint64_t b)
 	return (uint32_t)x;
 }
 
-static int ps_lt(const struct ps_node *a, uint64_t k1, uint64_t k2)
+static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
 {
-	return a->k1 < k1 || (a->k1 == k1 && a->k2 < k2);
+	return a1 < b1 || (a1 == b1 && a2 < b2);
 }
 
-static void ps_free_all(struct pset *s)
+/* Lift X above its parent, keeping the in-order sequence. */
+static void tr_rotate_up(struct op_node *n, uint32_t *root, uint32_t x)
 {
-	free(s->n);
-	memset(s, 0, sizeof *s);
-}
-
-/* Trees with keys < (k1,k2) into *L, the rest into *R. */
-static void ps_split(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2,
-		     uint32_t *l, uint32_t *r)
-{
-	if (!t) { *l = *r = 0; return; }
-	if (ps_lt(&s->n[t], k1, k2)) {
-		ps_split(s, s->n[t].r, k1, k2, &s->n[t].r, r);
-		*l = t;
+	uint32_t p = n[x].p, g = n[p].p, c;
+	if (n[p].l == x) {
+		c = n[x].r;
+		n[p].l = c;
+		n[x].r = p;
 	} else {
-		ps_split(s, s->n[t].l, k1, k2, l, &s->n[t].l);
-		*r = t;
+		c = n[x].l;
+		n[p].r = c;
+		n[x].l = p;
 	}
-}
-
-static uint32_t ps_merge(struct pset *s, uint32_t a, uint32_t b)
-{
-	if (!a || !b)
-		return a ? a : b;
-	if (s->n[a].pri > s->n[b].pri) {
-		s->n[a].r = ps_merge(s, s->n[a].r, b);
-		return a;
-	}
-	s->n[b].l = ps_merge(s, a, s->n[b].l);
-	return b;
-}
-
-static uint32_t ps_ins(struct pset *s, uint32_t t, uint32_t x)
-{
-	if (!t)
-		return x;
-	if (s->n[x].pri > s->n[t].pri) {
-		ps_split(s, t, s->n[x].k1, s->n[x].k2, &s->n[x].l, &s->n[x].r);
-		return x;
-	}
-	if (ps_lt(&s->n[x], s->n[t].k1, s->n[t].k2))
-		s->n[t].l = ps_ins(s, s->n[t].l, x);
+	if (c)
+		n[c].p = p;
+	n[p].p = x;
+	n[x].p = g;
+	if (!g)
+		*root = x;
+	else if (n[g].l == p)
+		n[g].l = x;
 	else
-		s->n[t].r = ps_ins(s, s->n[t].r, x);
-	return t;
+		n[g].r = x;
 }
 
-/* Insert a key not present. 0, or -1 when out of memory. */
-static int ps_insert(struct pset *s, uint64_t k1, uint64_t k2, uint64_t val)
+/* Add X, whose key is set and not in the set yet. */
+static void tr_insert(struct op_node *n, uint32_t *root, uint32_t x)
 {
-	uint32_t x = s->freelist;
-	if (x) {
-		s->freelist = s->n[x].l;
-	} else {
-		if (s->used + 1 >= s->cap) {
-			uint32_t ncap = s->cap ? s->cap * 2 : 64;
-			struct ps_node *nn = realloc(s->n, (size_t)ncap * sizeof *nn);
-			if (!nn)
-				return -1;
-			s->n = nn;
-			s->cap = ncap;
-		}
-		x = ++s->used;
+	uint64_t k1 = n[x].k1, k2 = n[x].k2;
+	uint32_t cur = *root, par = 0;
+	int left = 0;
+	while (cur) {
+		par = cur;
+		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
+		cur = left ? n[cur].l : n[cur].r;
 	}
-	s->n[x] = (struct ps_node){k1, k2, val, 0, 0, ps_hash(k1, k2)};
-	s->root = ps_ins(s, s->root, x);
-	s->count++;
+	n[x].l = n[x].r = 0;
+	n[x].p = par;
+	n[x].pri = tr_prio(k1, k2);
+	if (!par)
+		*root = x;
+	else if (left)
+		n[par].l = x;
+	else
+		n[par].r = x;
+	while (n[x].p && n[n[x].p].pri < n[x].pri)
+		tr_rotate_up(n, root, x);
+}
+
+/* Take X out of the set. */
+static void tr_erase(struct op_node *n, uint32_t *root, uint32_t x)
+{
+	while (n[x].l && n[x].r)
+		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
+	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
+	if (c)
+		n[c].p = p;
+	if (!p)
+		*root = c;
+	else if (n[p].l == x)
+		n[p].l = c;
+	else
+		n[p].r = c;
+}
+
+/* The smallest element >= (k1,k2), or 0. */
+static uint32_t tr_lower_bound(const struct op_node *n, uint32_t root, uint64_t k1, uint64_t k2)
+{
+	uint32_t cur = root, best = 0;
+	while (cur) {
+		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
+			cur = n[cur].r;
+		} else {
+			best = cur;
+			cur = n[cur].l;
+		}
+	}
+	return best;
+}
+
+/* The smallest element, or 0. */
+static uint32_t tr_first(const struct op_node *n, uint32_t root)
+{
+	uint32_t cur = root;
+	while (cur && n[cur].l)
+		cur = n[cur].l;
+	return cur;
+}
+
+/* ---------------------------------------------- ordered set by size */
+
+/*
+ * Free pieces ordered by (k1, k2) = (size, address), for best fit. Sizes
+ * below SX_CLASSES units each have their own treap (by address, usually a
+ * node or two), found through a two-level bitmap of non-empty sizes, so a
+ * best-fit search costs a few word scans instead of a descent through every
+ * free piece; larger sizes share one treap by (size, address).
+ */
+#define SX_CLASSES (1u << 16)
+#define SX_SHIFT 8               /* k1 is the size in bytes, a multiple of 256 */
+
+struct sx_index {
+	uint32_t *root;          /* [SX_CLASSES] treap per exact size unit */
+	uint64_t *bits;          /* [SX_CLASSES / 64] bit: root[i] != 0 */
+	uint64_t *words;         /* [SX_CLASSES / 4096] bit: bits[i] != 0 */
+	uint32_t big, count;     /* sizes >= SX_CLASSES units; elements */
+};
+
+/* 0, or -1 when out of memory. */
+static int sx_init(struct sx_index *x)
+{
+	size_t n = SX_CLASSES * sizeof(uint32_t) + (SX_CLASSES / 64 + SX_CLASSES / 4096) * 8;
+	memset(x, 0, sizeof *x);
+	x->root = calloc(1, n);
+	if (!x->root)
+		return -1;
+	x->bits = (uint64_t *)(x->root + SX_CLASSES);
+	x->words = x->bits + SX_CLASSES / 64;
 	return 0;
 }
 
-static uint32_t ps_del(struct pset *s, uint32_t t, uint64_t k1, uint64_t k2, int *found)
+static void sx_free_all(struct sx_index *x)
 {
-	if (!t)
-		return 0;
-	struct ps_node *n = &s->n[t];
-	if (n->k1 == k1 && n->k2 == k2) {
-		uint32_t m = ps_merge(s, n->l, n->r);
-		s->n[t].l = s->freelist;
-		s->freelist = t;
-		*found = 1;
-		return m;
-	}
-	if (ps_lt(n, k1, k2))
-		s->n[t].r = ps_del(s, n->r, k1, k2, found);
-	else
-		s->n[t].l = ps_del(s, n->l, k1, k2, found);
-	return t;
+	free(x->root);
+	memset(x, 0, sizeof *x);
 }
 
-/* Remove (k1,k2); 1 if it was there. */
-static int ps_erase(struct pset *s, uint64_t k1, uint64_t k2)
+static void sx_insert(struct op_node *n, struct sx_index *x, uint32_t h)
 {
-	int found = 0;
-	s->root = ps_del(s, s->root, k1, k2, &found);
-	s->count -= (uint64_t)found;
-	return found;
+	uint64_t c = n[h].k1 >> SX_SHIFT;
+	x->count++;
+	if (c >= SX_CLASSES) {
+		tr_insert(n, &x->big, h);
+		return;
+	}
+	if (!x->root[c]) {
+		x->bits[c >> 6] |= 1ull << (c & 63);
+		x->words[c >> 12] |= 1ull << ((c >> 6) & 63);
+	}
+	tr_insert(n, &x->root[c], h);
 }
 
-/* The smallest node >= (k1,k2), or 0. */
-static uint32_t ps_lower_bound(const struct pset *s, uint64_t k1, uint64_t k2)
+static void sx_erase(struct op_node *n, struct sx_index *x, uint32_t h)
 {
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			t = s->n[t].r;
-		} else {
-			best = t;
-			t = s->n[t].l;
-		}
+	uint64_t c = n[h].k1 >> SX_SHIFT;
+	x->count--;
+	if (c >= SX_CLASSES) {
+		tr_erase(n, &x->big, h);
+		return;
 	}
-	return best;
+	tr_erase(n, &x->root[c], h);
+	if (!x->root[c]) {
+		x->bits[c >> 6] &= ~(1ull << (c & 63));
+		if (!x->bits[c >> 6])
+			x->words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
+	}
 }
 
-/* The largest node < (k1,k2), or 0. */
-static uint32_t ps_before(const struct pset *s, uint64_t k1, uint64_t k2)
+/* The smallest non-empty class >= C (C < SX_CLASSES), or SX_CLASSES. */
+static uint64_t sx_class_from(const struct sx_index *x, uint64_t c)
 {
-	uint32_t t = s->root, best = 0;
-	while (t) {
-		if (ps_lt(&s->n[t], k1, k2)) {
-			best = t;
-			t = s->n[t].r;
-		} else {
-			t = s->n[t].l;
-		}
+	uint64_t w = c >> 6, bits = x->bits[w] & (~0ull << (c & 63));
+	if (bits)
+		return w << 6 | (uint64_t)__builtin_ctzll(bits);
+	uint64_t sw = w >> 6, sbits = x->words[sw] & ((~0ull << (w & 63)) << 1);
+	while (!sbits) {
+		if (++sw == SX_CLASSES / 4096)
+			return SX_CLASSES;
+		sbits = x->words[sw];
 	}
-	return best;
+	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
+	return w << 6 | (uint64_t)__builtin_ctzll(x->bits[w]);
+}
+
+/* The element with the smallest (k1, k2) >= (k1, 0), or 0. */
+static uint32_t sx_find(const struct op_node *n, const struct sx_index *x, uint64_t k1)
+{
+	uint64_t c = k1 >> SX_SHIFT;
+	if (c < SX_CLASSES && (c = sx_class_from(x, c)) < SX_CLASSES)
+		return tr_first(n, x->root[c]);
+	return tr_lower_bound(n, x->big, k1, 0);
 }
 
 /* ------------------------------------------------------------ state */
 
-struct op_buf { uint64_t id, size, off; uint32_t start, end; };
+struct op_buf { uint64_t id, size, off; uint32_t start, end, dup; /* dup: id seen before */ };
 
 struct op_state {
 	struct sim_device *dev;
@@ -195,12 +261,16 @@ struct op_state {
 	uint32_t *events;              /* buffer index, | OP_FREE_BIT for a free */
 	uint32_t nevents, capevents;
 	struct u64map by_addr;         /* pre-pass: trace addr -> live buffer */
-	struct u64map by_id;           /* trace id -> buffer */
+	struct u64map by_id;           /* trace id -> buffer (only once ids_sorted is 0) */
+	int ids_sorted;                /* ids strictly increase: found by bisection */
 	uint64_t live, live_peak, plan_bytes, plan_a, plan_b;
 	int planned, too_many;
 	/* replay */
 	uint64_t arena;                /* 0 until the first request */
-	struct pset live_iv;           /* (offset, 0) -> size of served blocks */
+	struct op_node *nodes;         /* live_iv's nodes, slot 0 unused */
+	uint32_t nnodes, capnodes, free_nodes;
+	uint32_t live_iv;              /* root: blocks served from the arena, by offset */
+	uint32_t cursor;               /* the buffer the next request most likely is */
 	struct u64map fallback;        /* addr -> bytes of own device allocations */
 	uint64_t arena_live, misses;
 };
@@ -263,11 +333,22 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 		s->capbufs = ncap;
 	}
 	uint32_t i = s->nbufs;
-	s->bufs[i] = (struct op_buf){m->id, m->bytes, 0, s->nevents, OP_NEVER};
+	s->bufs[i] = (struct op_buf){m->id, m->bytes, 0, s->nevents, OP_NEVER, 0};
 	if (u64map_put(&s->by_addr, m->addr, i) < 0 || op_push_event(s, i) < 0)
 		return -1;
-	if (!u64map_get(&s->by_id, m->id, &v) && u64map_put(&s->by_id, m->id, i) < 0)
-		return -1;
+	if (s->ids_sorted && i && m->id <= s->bufs[i - 1].id) {
+		/* ids out of order: from now on a map finds them (first wins) */
+		for (uint32_t j = 0; j < i; j++)
+			if (u64map_put(&s->by_id, s->bufs[j].id, j) < 0)
+				return -1;
+		s->ids_sorted = 0;
+	}
+	if (!s->ids_sorted) {
+		if (u64map_get(&s->by_id, m->id, &v))
+			s->bufs[i].dup = 1;
+		else if (u64map_put(&s->by_id, m->id, i) < 0)
+			return -1;
+	}
 	s->nbufs++;
 	s->live += m->bytes;
 	if (s->live > s->live_peak)
@@ -277,67 +358,125 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 
 /* ------------------------------------------- (a) best fit in trace order */
 
-/* Gaps below the top, by (size, offset); the maps find neighbours. */
+struct op_planner {
+	struct op_node *n;             /* segments, slot 0 unused */
+	uint32_t used, cap, free_slots, last;
+	struct sx_index gaps;          /* gaps below the top, by (size, offset) */
+};
+
+/* A segment slot, or 0 when out of memory. */
+static uint32_t op_seg_new(struct op_planner *pl)
+{
+	if (pl->free_slots) {
+		uint32_t h = pl->free_slots;
+		pl->free_slots = pl->n[h].l;
+		return h;
+	}
+	if (pl->used + 1 >= pl->cap) {
+		uint32_t ncap = pl->cap ? pl->cap * 2 : 1024;
+		struct op_node *nn = realloc(pl->n, (size_t)ncap * sizeof *nn);
+		if (!nn)
+			return 0;
+		pl->n = nn;
+		pl->cap = ncap;
+	}
+	return ++pl->used;
+}
+
+/* Unlink H from the address list and recycle its slot. */
+static void op_seg_drop(struct op_planner *pl, uint32_t h)
+{
+	struct op_node *g = &pl->n[h];
+	if (g->prev)
+		pl->n[g->prev].next = g->next;
+	if (g->next)
+		pl->n[g->next].prev = g->prev;
+	else
+		pl->last = g->prev;
+	g->l = pl->free_slots;
+	pl->free_slots = h;
+}
+
+/*
+ * Segments (placed buffers and gaps, k1 = size, k2 = offset) tile [0, top)
+ * in address order, so a freed buffer finds its neighbouring gaps without a
+ * lookup; gaps are merged with their neighbours and a gap reaching the top
+ * lowers it.
+ */
 static int op_plan_bestfit(struct op_state *s, uint64_t *out)
 {
-	struct pset gaps = {0};
-	struct u64map gsize, gend;     /* gap start -> size, gap end -> start */
-	uint64_t top = 0, peak = 0, sz, st2;
+	struct op_planner pl = {0};
+	uint32_t *seg_of = malloc(((size_t)s->nbufs + 1) * sizeof *seg_of);
+	uint64_t top = 0, peak = 0;
 	int rc = -1;
-	u64map_init(&gsize);
-	u64map_init(&gend);
+	if (!seg_of || sx_init(&pl.gaps) < 0)
+		goto out;
 	for (uint32_t e = 0; e < s->nevents; e++) {
 		uint32_t i = s->events[e] & ~OP_FREE_BIT;
 		uint64_t size = op_round(s->bufs[i].size);
 		if (!(s->events[e] & OP_FREE_BIT)) {
-			uint32_t n = ps_lower_bound(&gaps, size, 0);
-			if (n) {
-				uint64_t g = gaps.n[n].k2, gs = gaps.n[n].k1;
-				ps_erase(&gaps, gs, g);
-				u64map_del(&gsize, g, NULL);
-				u64map_del(&gend, g + gs, NULL);
-				if (gs > size && (ps_insert(&gaps, gs - size, g + size, 0) < 0 ||
-						  u64map_put(&gsize, g + size, gs - size) < 0 ||
-						  u64map_put(&gend, g + gs, g + size) < 0))
-					goto out;
+			uint32_t h = sx_find(pl.n, &pl.gaps, size);
+			if (h) {
+				uint64_t g = pl.n[h].k2, gs = pl.n[h].k1;
+				sx_erase(pl.n, &pl.gaps, h);
+				pl.n[h].k1 = size;
+				pl.n[h].size = 0;
+				if (gs > size) {
+					uint32_t t = op_seg_new(&pl);
+					if (!t)
+						goto out;
+					pl.n[t] = (struct op_node){.k1 = gs - size, .k2 = g + size, .size = 1,
+								   .prev = h, .next = pl.n[h].next};
+					if (pl.n[h].next)
+						pl.n[pl.n[h].next].prev = t;
+					else
+						pl.last = t;
+					pl.n[h].next = t;
+					sx_insert(pl.n, &pl.gaps, t);
+				}
 				s->bufs[i].off = g;
 			} else {
+				h = op_seg_new(&pl);
+				if (!h)
+					goto out;
+				pl.n[h] = (struct op_node){.k1 = size, .k2 = top, .prev = pl.last};
+				if (pl.last)
+					pl.n[pl.last].next = h;
+				pl.last = h;
 				s->bufs[i].off = top;
 				top += size;
 				if (top > peak)
 					peak = top;
 			}
+			seg_of[i] = h;
 			continue;
 		}
-		uint64_t a = s->bufs[i].off;
-		if (u64map_get(&gend, a, &st2)) {          /* merge with the gap below */
-			u64map_get(&gsize, st2, &sz);
-			ps_erase(&gaps, sz, st2);
-			u64map_del(&gsize, st2, NULL);
-			u64map_del(&gend, a, NULL);
-			size += sz;
-			a = st2;
+		uint32_t h = seg_of[i], pv = pl.n[h].prev, nx = pl.n[h].next;
+		if (pv && pl.n[pv].size) {             /* merge with the gap below */
+			sx_erase(pl.n, &pl.gaps, pv);
+			pl.n[h].k1 += pl.n[pv].k1;
+			pl.n[h].k2 = pl.n[pv].k2;
+			op_seg_drop(&pl, pv);
 		}
-		if (u64map_get(&gsize, a + size, &sz)) {   /* and the gap above */
-			ps_erase(&gaps, sz, a + size);
-			u64map_del(&gsize, a + size, NULL);
-			u64map_del(&gend, a + size + sz, NULL);
-			size += sz;
+		if (nx && pl.n[nx].size) {             /* and the gap above */
+			sx_erase(pl.n, &pl.gaps, nx);
+			pl.n[h].k1 += pl.n[nx].k1;
+			op_seg_drop(&pl, nx);
 		}
-		if (a + size == top) {
-			top = a;
+		if (!pl.n[h].next) {
+			top = pl.n[h].k2;
+			op_seg_drop(&pl, h);
 			continue;
 		}
-		if (ps_insert(&gaps, size, a, 0) < 0 || u64map_put(&gsize, a, size) < 0 ||
-		    u64map_put(&gend, a + size, a) < 0)
-			goto out;
+		pl.n[h].size = 1;
+		sx_insert(pl.n, &pl.gaps, h);
 	}
 	*out = peak;
 	rc = 0;
 out:
-	ps_free_all(&gaps);
-	u64map_free(&gsize);
-	u64map_free(&gend);
+	free(seg_of);
+	free(pl.n);
+	sx_free_all(&pl.gaps);
 	return rc;
 }
 
@@ -448,30 +587,110 @@ nomem:
 
 /* ----------------------------------------------------------- replay */
 
-/* Is [off, off+size) clear of every live block in the arena? */
-static int op_clear(const struct op_state *s, uint64_t off, uint64_t size)
+/* The buffer planned for request ID (the first with that id): 1 with *V, or 0. */
+static int op_find_buf(const struct op_state *s, uint64_t id, uint32_t *v)
 {
-	uint32_t p = ps_before(&s->live_iv, off + 1, 0);
-	if (p && s->live_iv.n[p].k1 + s->live_iv.n[p].val > off)
+	if (!s->ids_sorted) {
+		uint64_t x;
+		if (!u64map_get(&s->by_id, id, &x))
+			return 0;
+		*v = (uint32_t)x;
+		return 1;
+	}
+	uint32_t lo = 0, hi = s->nbufs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->bufs[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->nbufs || s->bufs[lo].id != id)
 		return 0;
-	uint32_t q = ps_lower_bound(&s->live_iv, off + 1, 0);
-	return !q || s->live_iv.n[q].k1 >= off + size;
+	*v = lo;
+	return 1;
+}
+
+/*
+ * Serve [off, off+size) of the arena when it is clear of every live block:
+ * one descent finds both neighbours and the place to link the new node.
+ * 1 when placed, 0 when occupied or out of memory.
+ */
+static int op_place(struct op_state *s, uint64_t off, uint64_t size)
+{
+	uint32_t cur = s->live_iv, par = 0, pred = 0, succ = 0;
+	int left = 0;
+	while (cur) {
+		par = cur;
+		left = off < s->nodes[cur].k1;
+		if (left) {
+			succ = cur;
+			cur = s->nodes[cur].l;
+		} else {
+			pred = cur;
+			cur = s->nodes[cur].r;
+		}
+	}
+	if (pred && s->nodes[pred].k1 + s->nodes[pred].size > off)
+		return 0;
+	if (succ && s->nodes[succ].k1 < off + size)
+		return 0;
+	uint32_t x = s->free_nodes;
+	if (x) {
+		s->free_nodes = s->nodes[x].l;
+	} else {
+		if (s->nnodes + 1 >= s->capnodes) {
+			uint32_t ncap = s->capnodes ? s->capnodes * 2 : 256;
+			struct op_node *nn = realloc(s->nodes, (size_t)ncap * sizeof *nn);
+			if (!nn)
+				return 0;
+			s->nodes = nn;
+			s->capnodes = ncap;
+		}
+		x = ++s->nnodes;
+	}
+	s->nodes[x] = (struct op_node){.k1 = off, .p = par, .pri = tr_prio(off, 0), .size = size};
+	if (!par)
+		s->live_iv = x;
+	else if (left)
+		s->nodes[par].l = x;
+	else
+		s->nodes[par].r = x;
+	while (s->nodes[x].p && s->nodes[s->nodes[x].p].pri < s->nodes[x].pri)
+		tr_rotate_up(s->nodes, &s->live_iv, x);
+	return 1;
 }
 
 static int op_alloc(void *st, const struct alloc_request *req, struct alloc_result *res)
 {
 	struct op_state *s = st;
-	uint64_t size = op_round(req->bytes), v;
+	uint64_t size = op_round(req->bytes);
+	uint32_t v = 0;
+	int known = 0;
 	if (req->bytes > (1ull << 50))
 		return POLICY_OOM;
-	if (s->planned && s->plan_bytes && u64map_get(&s->by_id, req->id, &v) &&
-	    size <= op_round(s->bufs[v].size)) {
+	if (s->planned && s->plan_bytes) {
+		/* requests come in trace order: the next buffer, unless the
+		 * replay diverged or the id repeats */
+		uint32_t c = s->cursor;
+		if (c < s->nbufs && s->bufs[c].id == req->id && !s->bufs[c].dup) {
+			v = c;
+			known = 1;
+		} else {
+			known = op_find_buf(s, req->id, &v);
+		}
+		if (known && v >= c)
+			s->cursor = v + 1;
+		else if (c < s->nbufs && s->bufs[c].id == req->id)
+			s->cursor = c + 1;
+	}
+	if (known && size <= op_round(s->bufs[v].size)) {
 		uint64_t off = s->bufs[v].off;
 		if (!s->arena && device_malloc(s->dev, s->plan_bytes, req->stream, &s->arena) != DEVICE_OK) {
 			s->arena = 0;
 			return POLICY_OOM;
 		}
-		if (op_clear(s, off, size) && ps_insert(&s->live_iv, off, 0, size) == 0) {
+		if (op_place(s, off, size)) {
 			s->arena_live += size;
 			res->addr = s->arena + off;
 			res->block_bytes = size;
@@ -502,10 +721,12 @@ static void op_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 		return;
 	}
 	if (s->arena && addr >= s->arena && addr < s->arena + s->plan_bytes) {
-		uint32_t n = ps_lower_bound(&s->live_iv, addr - s->arena, 0);
-		if (n && s->live_iv.n[n].k1 == addr - s->arena) {
-			s->arena_live -= s->live_iv.n[n].val;
-			ps_erase(&s->live_iv, addr - s->arena, 0);
+		uint32_t n = tr_lower_bound(s->nodes, s->live_iv, addr - s->arena, 0);
+		if (n && s->nodes[n].k1 == addr - s->arena) {
+			s->arena_live -= s->nodes[n].size;
+			tr_erase(s->nodes, &s->live_iv, n);
+			s->nodes[n].l = s->free_nodes;
+			s->free_nodes = n;
 		}
 	}
 }
@@ -523,6 +744,7 @@ static int op_init(void *st, const char *conf, const struct policy_env *env,
 		return conf_unknown("optimal", op_knobs, kv.key, err, errlen);
 	memset(s, 0, sizeof *s);
 	s->dev = env->dev;
+	s->ids_sorted = 1;
 	u64map_init(&s->by_addr);
 	u64map_init(&s->by_id);
 	u64map_init(&s->fallback);
@@ -534,12 +756,12 @@ static uint64_t op_largest_gap(const struct op_state *s, uint32_t t, uint64_t *c
 {
 	if (!t)
 		return 0;
-	uint64_t best = op_largest_gap(s, s->live_iv.n[t].l, cursor);
-	uint64_t off = s->live_iv.n[t].k1;
+	uint64_t best = op_largest_gap(s, s->nodes[t].l, cursor);
+	uint64_t off = s->nodes[t].k1;
 	if (off > *cursor && off - *cursor > best)
 		best = off - *cursor;
-	*cursor = off + s->live_iv.n[t].val;
-	uint64_t r = op_largest_gap(s, s->live_iv.n[t].r, cursor);
+	*cursor = off + s->nodes[t].size;
+	uint64_t r = op_largest_gap(s, s->nodes[t].r, cursor);
 	return r > best ? r : best;
 }
 
@@ -548,7 +770,7 @@ static void op_stats(void *st, policy_stat_fn emit, void *ctx)
 	struct op_state *s = st;
 	uint64_t cursor = 0, gap = 0;
 	if (s->arena) {
-		gap = op_largest_gap(s, s->live_iv.root, &cursor);
+		gap = op_largest_gap(s, s->live_iv, &cursor);
 		if (s->plan_bytes - cursor > gap)
 			gap = s->plan_bytes - cursor;
 	}
@@ -574,7 +796,7 @@ static void op_fini(void *st)
 			device_free(s->dev, s->fallback.keys[i], s->fallback.vals[i]);
 	free(s->bufs);
 	free(s->events);
-	ps_free_all(&s->live_iv);
+	free(s->nodes);
 	u64map_free(&s->by_addr);
 	u64map_free(&s->by_id);
 	u64map_free(&s->fallback);

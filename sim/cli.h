@@ -22,6 +22,11 @@ int cmd_import(int argc, char **argv);    /* import torch-snapshot FILE -o TRACE
 int cmd_validate(int argc, char **argv);  /* validate torch-truth DIR */
 int cmd_capture(int argc, char **argv);   /* capture [-o FILE] -- CMD: CUPTI trace of a program */
 int cmd_table(int argc, char **argv);     /* table: policies and settings compared per trace */
+int cmd_sweep(int argc, char **argv);     /* sweep --traces ... --policies ...: many runs */
+int cmd_merge(int argc, char **argv);     /* merge -o OUT IN...: combine results databases */
+int cmd_plot(int argc, char **argv);      /* plot KIND --db FILE -o FILE.png|.svg */
+int cmd_report(int argc, char **argv);    /* report --db FILE -o DIR: HTML + Markdown */
+int cmd_export(int argc, char **argv);    /* export perfetto RUN|TRACE -o FILE.json */
 
 /* "1.50 GiB" style, into BUF. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);

@@ -120,26 +120,51 @@ static int capture_abs_out(const char *file, char *out, size_t len)
 	return 0;
 }
 
-/* Print the report lines the processes appended ("path records dropped
- * complete"); returns how many traces were written. */
+/* Print the report the processes appended to: "path records dropped
+ * complete" lines, one when a process claims its file (complete 0) and one
+ * when it finishes it; the last line for a path wins, so a process that died
+ * is still listed, as incomplete. Returns how many traces were written. */
 static int capture_print_report(const char *report)
 {
 	FILE *f = fopen(report, "r");
 	char line[PATH_MAX + 128];
-	int n = 0;
+	struct { char path[PATH_MAX]; unsigned long long recs, dropped; int complete; } *e = NULL;
+	int n = 0, cap = 0;
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		char path[PATH_MAX];
 		unsigned long long recs = 0, dropped = 0;
-		int complete = 0;
+		int complete = 0, i;
 		if (sscanf(line, "%4095s %llu %llu %d", path, &recs, &dropped, &complete) != 4)
 			continue;
-		fprintf(stderr, "gpumemsim capture: wrote %s (%llu records, %llu dropped%s)\n", path,
-			recs, dropped, complete ? "" : ", incomplete");
-		n++;
+		for (i = 0; i < n && strcmp(e[i].path, path); i++)
+			;
+		if (i == n) {
+			if (n == cap) {
+				int nc = cap ? cap * 2 : 8;
+				void *ne = realloc(e, (size_t)nc * sizeof(*e));
+				if (!ne)
+					break;
+				e = ne;
+				cap = nc;
+			}
+			snprintf(e[n++].path, sizeof(e->path), "%s", path);
+		}
+		e[i].recs = recs;
+		e[i].dropped = dropped;
+		e[i].complete = complete;
 	}
 	fclose(f);
+	for (int i = 0; i < n; i++) {
+		if (e[i].complete)
+			fprintf(stderr, "gpumemsim capture: wrote %s (%llu records, %llu dropped)\n",
+				e[i].path, e[i].recs, e[i].dropped);
+		else
+			fprintf(stderr, "gpumemsim capture: wrote %s (incomplete: the process ended "
+					"before finishing it)\n", e[i].path);
+	}
+	free(e);
 	return n;
 }
 

@@ -15,6 +15,14 @@
  * counts a miss. Expandable segments: a virtual range reserved with
  * device_reserve_va starts at the oldest recorded 'g map' that lies outside
  * every range reserved so far (a segment's first map is at its base).
+ *
+ * Speed: a cuda_malloc replay makes one device call per trace event, so
+ * the synthetic path avoids hashing where it can. Free ranges of footprints
+ * up to 1 GiB are found by direct index, and the map of live segments
+ * (base -> bytes) is kept only where it is needed: recorded mode (a recorded
+ * address must not be live) and when a log is attached (validation sees
+ * the bytes the segment really had). Otherwise device_free trusts the
+ * policy's BYTES, which the interface requires to be what it allocated.
  */
 #include "device.h"
 
@@ -27,6 +35,7 @@
 #define PAGE (2ull << 20)
 #define SYNTH_BASE 0x7f0000000000ull     /* where synthetic addresses start */
 #define FALLBACK_BASE 0x100000000000ull  /* recorded mode's fallback range */
+#define SMALL_CLASSES 512                /* footprints up to 1 GiB: direct index */
 
 struct addr_heap { uint64_t *a; size_t n, cap; };  /* min-heap of free bases */
 
@@ -42,7 +51,9 @@ struct sim_device {
 	enum device_addr_mode mode;
 	uint64_t cursor;              /* bump pointer for fresh ranges */
 	struct u64map live;           /* base -> bytes of live segments/maps */
-	struct u64map free_by_size;   /* footprint -> index into heaps */
+	int track_live;               /* keep `live` (recorded mode or a log) */
+	struct u64map free_by_size;   /* footprint -> index into heaps (large ones) */
+	uint32_t small_cls[SMALL_CLASSES]; /* footprint / PAGE - 1 -> heap index + 1 */
 	struct addr_heap *heaps;
 	size_t nheaps, capheaps;
 	struct recorded *rec;         /* FIFO of pending recorded segment allocs */
@@ -64,6 +75,7 @@ struct sim_device *device_create(uint64_t capacity, enum device_addr_mode mode)
 		return NULL;
 	d->capacity = capacity ? capacity : UINT64_MAX;
 	d->mode = mode;
+	d->track_live = mode == DEVICE_ADDR_RECORDED;
 	d->cursor = mode == DEVICE_ADDR_RECORDED ? FALLBACK_BASE : SYNTH_BASE;
 	u64map_init(&d->live);
 	u64map_init(&d->free_by_size);
@@ -89,6 +101,8 @@ void device_set_log(struct sim_device *d, device_log_fn fn, void *ctx)
 {
 	d->log = fn;
 	d->log_ctx = ctx;
+	if (fn)
+		d->track_live = 1;
 }
 
 void device_set_time(struct sim_device *d, uint64_t t) { d->now = t; }
@@ -127,22 +141,25 @@ static int heap_push(struct addr_heap *h, uint64_t v)
 	return 0;
 }
 
+/* Floyd's pop: walk the hole down to a leaf along the smaller children
+ * (one branch-free compare a level, with the vacated last slot as a
+ * +infinity sentinel), then sift the last element up from there; it
+ * usually belongs near the bottom, so this beats a textbook sift-down. */
 static uint64_t heap_pop(struct addr_heap *h)
 {
-	uint64_t top = h->a[0], v = h->a[--h->n];
-	size_t i = 0;
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-		uint64_t mv = v;
-		if (l < h->n && h->a[l] < mv) { m = l; mv = h->a[l]; }
-		if (r < h->n && h->a[r] < mv) { m = r; }
-		if (m == i)
-			break;
-		h->a[i] = h->a[m];
-		i = m;
+	uint64_t *a = h->a, top = a[0], v = a[--h->n];
+	size_t n = h->n, i = 0, l;
+	a[n] = UINT64_MAX;
+	while ((l = 2 * i + 1) < n) {
+		size_t c = l + (a[l + 1] < a[l]);
+		a[i] = a[c];
+		i = c;
 	}
-	if (h->n)
-		h->a[i] = v;
+	while (i > 0 && a[(i - 1) / 2] > v) {
+		a[i] = a[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	a[i] = v;
 	return top;
 }
 
@@ -151,10 +168,21 @@ static uint64_t footprint(uint64_t bytes)
 	return bytes ? (bytes + PAGE - 1) & ~(PAGE - 1) : PAGE;
 }
 
+/* The heap of free ranges of footprint FP: 1 with *IDX, or 0 if none yet. */
+static inline int class_get(const struct sim_device *d, uint64_t fp, uint64_t *idx)
+{
+	uint64_t c = fp / PAGE - 1;
+	if (c < SMALL_CLASSES) {
+		*idx = (uint64_t)d->small_cls[c] - 1;
+		return d->small_cls[c] != 0;
+	}
+	return u64map_get(&d->free_by_size, fp, idx);
+}
+
 static uint64_t synth_take(struct sim_device *d, uint64_t bytes)
 {
 	uint64_t fp = footprint(bytes), idx;
-	if (u64map_get(&d->free_by_size, fp, &idx) && d->heaps[idx].n)
+	if (class_get(d, fp, &idx) && d->heaps[idx].n)
 		return heap_pop(&d->heaps[idx]);
 	uint64_t a = d->cursor;
 	d->cursor += fp;
@@ -164,7 +192,7 @@ static uint64_t synth_take(struct sim_device *d, uint64_t bytes)
 static void synth_return(struct sim_device *d, uint64_t addr, uint64_t bytes)
 {
 	uint64_t fp = footprint(bytes), idx;
-	if (!u64map_get(&d->free_by_size, fp, &idx)) {
+	if (!class_get(d, fp, &idx)) {
 		if (d->nheaps == d->capheaps) {
 			size_t ncap = d->capheaps ? d->capheaps * 2 : 16;
 			struct addr_heap *nh = realloc(d->heaps, ncap * sizeof *nh);
@@ -175,7 +203,9 @@ static void synth_return(struct sim_device *d, uint64_t addr, uint64_t bytes)
 		}
 		idx = d->nheaps++;
 		memset(&d->heaps[idx], 0, sizeof d->heaps[idx]);
-		if (u64map_put(&d->free_by_size, fp, idx) < 0) {
+		if (fp / PAGE - 1 < SMALL_CLASSES) {
+			d->small_cls[fp / PAGE - 1] = (uint32_t)idx + 1;
+		} else if (u64map_put(&d->free_by_size, fp, idx) < 0) {
 			d->nheaps--;
 			return;
 		}
@@ -294,7 +324,8 @@ int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_
 	} else {
 		a = synth_take(d, bytes);
 	}
-	u64map_put(&d->live, a, bytes);
+	if (d->track_live)
+		u64map_put(&d->live, a, bytes);
 	d->c.mallocs++;
 	if (d->log)
 		d->log(d->log_ctx, TSEG_ALLOC, a, bytes, d->now);
@@ -305,7 +336,7 @@ int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_
 void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes)
 {
 	uint64_t had;
-	if (u64map_del(&d->live, addr, &had))
+	if (d->track_live && u64map_del(&d->live, addr, &had))
 		bytes = had;
 	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
 	d->c.frees++;

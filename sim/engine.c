@@ -12,15 +12,19 @@
  * shrinks: the host cannot run ahead of what the real program did.
  *
  * Memory events happen on the host at their issue time and are the hot
- * path: they touch no heap and no malloc, only two open-addressing maps
- * (trace address -> live entry; addresses whose free must be skipped) and a
- * slab of entries recycled through a free list, so memory follows the live
- * set, not the trace length.
+ * path: they touch no heap and no malloc, only an open-addressing table
+ * whose slots hold the live entries themselves (one probe, one cache line
+ * per event) and a map of addresses whose free must be skipped (looked at
+ * only while it is non-empty), so memory follows the live set, not the
+ * trace length.
  *
  * Parsing text is as costly as simulating it, so a reader thread parses
  * batches of records ahead of the replay (a bounded ring of a few batches:
- * memory stays bounded); records are still replayed strictly in file order,
- * so the thread changes speed, never results.
+ * memory stays bounded). The ring carries compact records (what the replay
+ * needs, ~80 bytes instead of a trace_rec with its kernel links), so large
+ * batches stay cache-sized and hand-offs between the threads are rare.
+ * Records are still replayed strictly in file order, so the thread changes
+ * speed, never results.
  *
  * Times reported in results (timeline, events, first OOM) are simulated
  * nanoseconds since the first record's start.
@@ -39,12 +43,40 @@
 #define PROGRESS_MASK ((1ull << 22) - 1)
 #define EV_GPU_DONE 1u
 
-/* A live allocation: what the policy returned for a trace address. */
+/* A live allocation: what the policy returned for a trace address. It
+ * lives in its hash slot (LIVE_EMPTY addr = free slot). */
 struct live_ent {
+	uint64_t addr;
 	uint64_t paddr, block, req, line;
 	uint32_t stream;
-	uint32_t next_free;   /* free-list link while unused */
 };
+
+#define LIVE_EMPTY UINT64_MAX
+
+/* Linear probing, load under 1/2, backward-shift deletion (no tombstones). */
+struct live_table {
+	struct live_ent *slot;
+	size_t mask, count;
+	unsigned shift;        /* 64 - log2(capacity) */
+};
+
+/* The replay's view of a record: everything but a kernel's links, so a
+ * batch of them is a few cache lines per record, not a page-sized
+ * trace_rec each. */
+struct erec {
+	uint32_t type;
+	uint64_t start, end, line;
+	union {
+		struct trace_mem mem;
+		struct trace_copy copy;
+		struct trace_sync sync;
+		struct trace_control control;
+		struct trace_segment segment;
+		uint32_t kstream;      /* TREC_KERNEL: its stream */
+	} u;
+};
+
+#define STREAM_LUT 64          /* stream ids below this skip the map */
 
 struct tl_bucket { uint64_t alloc, res; int filled; };
 
@@ -59,10 +91,8 @@ struct engine {
 	const char *path;
 
 	/* live set */
-	struct u64map live;           /* trace addr -> slab index */
+	struct live_table live;       /* trace addr -> live entry */
 	struct u64map skip;           /* trace addr -> 1: its free is skipped */
-	struct live_ent *slab;
-	uint32_t slab_n, slab_cap, free_head;
 	uint64_t allocated, requested;
 	uint64_t peak_res_seen, peak_res_t, peak_res_line;
 
@@ -70,6 +100,7 @@ struct engine {
 	int have_t0;
 	uint64_t t0, delay, host_end, gpu_end, trace_end;
 	struct u64map stream_idx;     /* stream id -> index */
+	uint32_t stream_lut[STREAM_LUT]; /* small ids: index + 1, 0 = unknown */
 	uint64_t *stream_free;        /* when each stream's FIFO drains */
 	uint32_t *stream_inflight;
 	uint32_t nstreams, cap_streams;
@@ -79,13 +110,13 @@ struct engine {
 	struct tl_bucket *tl;
 	uint32_t tl_n;
 	unsigned tl_shift;            /* bucket width is 2^tl_shift ns */
+	uint64_t tl_lim;              /* relative times below this fit the buckets */
 
 	/* OOM-time stats */
 	int64_t stat_largest, stat_cached;
 	size_t stats_cap;
 };
 
-#define FREE_END UINT32_MAX
 
 /* ------------------------------------------------------------- names */
 
@@ -124,9 +155,22 @@ static void add_event(struct engine *e, enum sim_event_kind kind, uint64_t t,
 
 /* Keep the max of each bucket; when time runs past the last bucket, merge
  * neighbouring pairs and double the width, so a peak survives any merging. */
-static void tl_sample(struct engine *e, uint64_t t)
+static void tl_sample(struct engine *e, uint64_t t, uint64_t res)
 {
 	uint64_t rel = t - e->t0, idx = rel >> e->tl_shift;
+	if (rel < e->tl_lim) {
+		/* the common case: inside the current width */
+		struct tl_bucket *b = &e->tl[idx];
+		if (!b->filled) {
+			b->filled = 1;
+			b->alloc = e->allocated;
+			b->res = res;
+		} else {
+			if (e->allocated > b->alloc) b->alloc = e->allocated;
+			if (res > b->res) b->res = res;
+		}
+		return;
+	}
 	while (idx >= e->tl_n) {
 		if (e->tl_shift >= 63) {
 			idx = e->tl_n - 1;
@@ -150,8 +194,12 @@ static void tl_sample(struct engine *e, uint64_t t)
 		e->tl_shift++;
 		idx = rel >> e->tl_shift;
 	}
+	/* below tl_lim the fast path above needs no width check; an overflow
+	 * means every time fits */
+	e->tl_lim = (uint64_t)e->tl_n << e->tl_shift;
+	if (e->tl_lim >> e->tl_shift != e->tl_n)
+		e->tl_lim = UINT64_MAX;
 	struct tl_bucket *b = &e->tl[idx];
-	uint64_t res = device_reserved(e->dev);
 	if (!b->filled) {
 		b->filled = 1;
 		b->alloc = e->allocated;
@@ -176,12 +224,16 @@ static void note_level(struct engine *e, uint64_t t, uint64_t line)
 		e->peak_res_t = t - e->t0;
 		e->peak_res_line = line;
 	}
-	tl_sample(e, t);
+	tl_sample(e, t, res);
 }
 
 static int stream_index(struct engine *e, uint32_t stream, uint32_t *idx, int create)
 {
 	uint64_t v;
+	if (stream < STREAM_LUT && e->stream_lut[stream]) {
+		*idx = e->stream_lut[stream] - 1;
+		return 1;
+	}
 	if (u64map_get(&e->stream_idx, stream, &v)) {
 		*idx = (uint32_t)v;
 		return 1;
@@ -204,6 +256,8 @@ static int stream_index(struct engine *e, uint32_t stream, uint32_t *idx, int cr
 		return -1;
 	e->stream_free[e->nstreams] = 0;
 	e->stream_inflight[e->nstreams] = 0;
+	if (stream < STREAM_LUT)
+		e->stream_lut[stream] = e->nstreams + 1;
 	*idx = e->nstreams++;
 	return 1;
 }
@@ -220,23 +274,98 @@ static void drain_until(struct engine *e, uint64_t t)
 	}
 }
 
-static int slab_get(struct engine *e, uint32_t *idx)
+/* ------------------------------------------------------- live table */
+
+/* Multiplicative hashing on the top bits; the fold first mixes the high
+ * half in, since device addresses differ mostly above their alignment. */
+static inline size_t live_home(const struct live_table *t, uint64_t addr)
 {
-	if (e->free_head != FREE_END) {
-		*idx = e->free_head;
-		e->free_head = e->slab[*idx].next_free;
-		return 0;
+	return (size_t)(((addr ^ (addr >> 32)) * 0x9e3779b97f4a7c15ull) >> t->shift);
+}
+
+static int live_grow(struct live_table *t)
+{
+	size_t ncap = t->slot ? (t->mask + 1) * 2 : 4096;
+	struct live_ent *ns = malloc(ncap * sizeof *ns);
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < ncap; i++)
+		ns[i].addr = LIVE_EMPTY;
+	struct live_table n = {ns, ncap - 1, t->count, 64};
+	for (size_t c = ncap; c > 1; c >>= 1)
+		n.shift--;
+	for (size_t i = 0; t->slot && i <= t->mask; i++) {
+		if (t->slot[i].addr == LIVE_EMPTY)
+			continue;
+		size_t j = live_home(&n, t->slot[i].addr);
+		while (ns[j].addr != LIVE_EMPTY)
+			j = (j + 1) & n.mask;
+		ns[j] = t->slot[i];
 	}
-	if (e->slab_n == e->slab_cap) {
-		uint32_t ncap = e->slab_cap ? e->slab_cap * 2 : 1024;
-		struct live_ent *ns = realloc(e->slab, (size_t)ncap * sizeof *ns);
-		if (!ns)
-			return -1;
-		e->slab = ns;
-		e->slab_cap = ncap;
-	}
-	*idx = e->slab_n++;
+	free(t->slot);
+	*t = n;
 	return 0;
+}
+
+/* The entry for ADDR, or NULL. */
+static inline struct live_ent *live_find(const struct live_table *t, uint64_t addr)
+{
+	if (!t->slot)
+		return NULL;
+	size_t i = live_home(t, addr);
+	for (;;) {
+		struct live_ent *le = &t->slot[i];
+		if (le->addr == addr)
+			return le;
+		if (le->addr == LIVE_EMPTY)
+			return NULL;
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* The entry for ADDR: the existing one (*fresh = 0) or a new slot with
+ * only addr set (*fresh = 1). NULL when out of memory. One probe does both
+ * the "already live?" check and the insert. */
+static inline struct live_ent *live_claim(struct live_table *t, uint64_t addr, int *fresh)
+{
+	if ((!t->slot || (t->count + 1) * 2 > t->mask + 1) && live_grow(t) < 0)
+		return NULL;
+	size_t i = live_home(t, addr);
+	for (;;) {
+		struct live_ent *le = &t->slot[i];
+		if (le->addr == addr) {
+			*fresh = 0;
+			return le;
+		}
+		if (le->addr == LIVE_EMPTY) {
+			le->addr = addr;
+			t->count++;
+			*fresh = 1;
+			return le;
+		}
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* Empty slot LE, pulling later members of its cluster back so that every
+ * lookup still finds its key before the first empty slot. */
+static inline void live_remove(struct live_table *t, struct live_ent *le)
+{
+	size_t hole = (size_t)(le - t->slot), j = hole;
+	for (;;) {
+		j = (j + 1) & t->mask;
+		uint64_t a = t->slot[j].addr;
+		if (a == LIVE_EMPTY)
+			break;
+		size_t home = live_home(t, a);
+		/* movable when its home is not cyclically in (hole, j] */
+		if (((j - home) & t->mask) >= ((j - hole) & t->mask)) {
+			t->slot[hole] = t->slot[j];
+			hole = j;
+		}
+	}
+	t->slot[hole].addr = LIVE_EMPTY;
+	t->count--;
 }
 
 static void oom_stat(void *ctx, const char *name, int64_t value)
@@ -272,7 +401,7 @@ static int is_host_kind(uint32_t kind)
 
 /* --------------------------------------------------------- memory path */
 
-static void on_oom(struct engine *e, const struct trace_rec *rec, uint64_t now, uint32_t stream)
+static void on_oom(struct engine *e, const struct erec *rec, uint64_t now, uint32_t stream)
 {
 	struct sim_result *r = e->res;
 	uint64_t res = device_reserved(e->dev);
@@ -299,11 +428,10 @@ static void on_oom(struct engine *e, const struct trace_rec *rec, uint64_t now, 
 	add_event(e, SIM_EV_OOM, now - e->t0, rec->u.mem.bytes, rec->line, detail);
 }
 
-static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
+static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
 		    char *err, size_t errlen)
 {
 	const struct trace_mem *m = &rec->u.mem;
-	uint64_t v;
 	if (is_host_kind(m->kind)) {
 		/* host memory is not the device's business; its free is skipped too */
 		if (m->addr != U64MAP_EMPTY && u64map_put(&e->skip, m->addr, 1) < 0)
@@ -315,34 +443,37 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 			 e->path, rec->line, m->addr);
 		return -1;
 	}
-	if (u64map_get(&e->live, m->addr, &v)) {
+	int fresh;
+	struct live_ent *le = live_claim(&e->live, m->addr, &fresh);
+	if (!le)
+		goto nomem;
+	if (!fresh) {
 		snprintf(err, errlen, "%s:%" PRIu64 ": allocation at 0x%" PRIx64
 			 " which is already live (allocated at line %" PRIu64 ")",
-			 e->path, rec->line, m->addr, e->slab[v].line);
+			 e->path, rec->line, m->addr, le->line);
 		return -1;
 	}
-	u64map_del(&e->skip, m->addr, NULL);
+	if (e->skip.count)
+		u64map_del(&e->skip, m->addr, NULL);
 	uint32_t stream = m->stream == TRACE_NO_STREAM ? 0 : m->stream;
 	struct alloc_request req = {m->id, m->bytes, stream, now};
 	struct alloc_result ar = {0, 0};
 	device_set_time(e->dev, now);
 	int rc = e->pol->alloc(e->st, &req, &ar);
-	if (rc == POLICY_OOM) {
+	if (rc != POLICY_OK) {
+		/* the policy may not touch the engine, so LE is still its slot */
+		live_remove(&e->live, le);
+		if (rc != POLICY_OOM) {
+			snprintf(err, errlen, "%s:%" PRIu64 ": policy %s failed (%d) on a request of %"
+				 PRIu64 " bytes", e->path, rec->line, e->pol->name, rc, m->bytes);
+			return -1;
+		}
 		if (u64map_put(&e->skip, m->addr, 1) < 0)
 			goto nomem;
 		on_oom(e, rec, now, stream);
 		note_level(e, now, rec->line);
 		return 0;
 	}
-	if (rc != POLICY_OK) {
-		snprintf(err, errlen, "%s:%" PRIu64 ": policy %s failed (%d) on a request of %" PRIu64
-			 " bytes", e->path, rec->line, e->pol->name, rc, m->bytes);
-		return -1;
-	}
-	uint32_t idx;
-	if (slab_get(e, &idx) < 0 || u64map_put(&e->live, m->addr, idx) < 0)
-		goto nomem;
-	struct live_ent *le = &e->slab[idx];
 	le->paddr = ar.addr;
 	le->block = ar.block_bytes;
 	le->req = m->bytes;
@@ -358,28 +489,27 @@ nomem:
 	return -1;
 }
 
-static int on_free(struct engine *e, const struct trace_rec *rec, uint64_t now,
+static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
 		   char *err, size_t errlen)
 {
 	const struct trace_mem *m = &rec->u.mem;
-	uint64_t v;
-	if (m->addr != U64MAP_EMPTY && u64map_del(&e->live, m->addr, &v)) {
-		struct live_ent *le = &e->slab[v];
+	struct live_ent *le = m->addr != LIVE_EMPTY ? live_find(&e->live, m->addr) : NULL;
+	if (le) {
 		/* a stream-ordered free names its stream; otherwise the block's */
 		uint32_t stream = m->stream == TRACE_NO_STREAM ? le->stream : m->stream;
-		device_set_time(e->dev, now);
-		e->pol->free(e->st, le->paddr, le->block, stream);
-		e->allocated -= le->block;
+		uint64_t paddr = le->paddr, block = le->block;
+		e->allocated -= block;
 		e->requested -= le->req;
-		le->next_free = e->free_head;
-		e->free_head = (uint32_t)v;
+		live_remove(&e->live, le);
+		device_set_time(e->dev, now);
+		e->pol->free(e->st, paddr, block, stream);
 		e->res->frees++;
 		note_level(e, now, rec->line);
 		return 0;
 	}
 	/* the allocation OOMed in the simulation (the program would have died
 	 * there), or it was host memory: nothing to return */
-	if (m->addr != U64MAP_EMPTY && u64map_del(&e->skip, m->addr, NULL))
+	if (m->addr != U64MAP_EMPTY && e->skip.count && u64map_del(&e->skip, m->addr, NULL))
 		return 0;
 	if (is_host_kind(m->kind))
 		return 0;
@@ -390,7 +520,7 @@ static int on_free(struct engine *e, const struct trace_rec *rec, uint64_t now,
 
 /* ----------------------------------------------------------- timing */
 
-static int on_gpu_op(struct engine *e, const struct trace_rec *rec, uint32_t stream,
+static int on_gpu_op(struct engine *e, const struct erec *rec, uint32_t stream,
 		     uint64_t now, char *err, size_t errlen)
 {
 	uint32_t s;
@@ -414,7 +544,7 @@ static int on_gpu_op(struct engine *e, const struct trace_rec *rec, uint32_t str
 
 /* The host waits for the stream (or the whole device); a wait longer than
  * the trace's becomes delay for everything after. */
-static void on_sync(struct engine *e, const struct trace_rec *rec, uint64_t now)
+static void on_sync(struct engine *e, const struct erec *rec, uint64_t now)
 {
 	const struct trace_sync *y = &rec->u.sync;
 	if (y->kind == TSYNC_STREAM_WAIT_EVENT)
@@ -441,7 +571,7 @@ static void on_sync(struct engine *e, const struct trace_rec *rec, uint64_t now)
 	}
 }
 
-static void on_control(struct engine *e, const struct trace_rec *rec, uint64_t now)
+static void on_control(struct engine *e, const struct erec *rec, uint64_t now)
 {
 	const struct trace_control *c = &rec->u.control;
 	char detail[160];
@@ -478,7 +608,7 @@ static void on_control(struct engine *e, const struct trace_rec *rec, uint64_t n
 }
 
 /* One record of the replay, at host issue time. */
-static int replay_one(struct engine *e, const struct trace_rec *rec, char *err, size_t errlen)
+static int replay_one(struct engine *e, const struct erec *rec, char *err, size_t errlen)
 {
 	if (!e->have_t0) {
 		e->have_t0 = 1;
@@ -492,7 +622,7 @@ static int replay_one(struct engine *e, const struct trace_rec *rec, char *err, 
 		e->trace_end = rec->start;
 	if (now > e->host_end)
 		e->host_end = now;
-	if (eq_size(&e->q))
+	if (e->q.n && e->q.heap[0].t <= now)
 		drain_until(e, now);
 	switch (rec->type) {
 	case TREC_ALLOC:
@@ -500,7 +630,7 @@ static int replay_one(struct engine *e, const struct trace_rec *rec, char *err, 
 	case TREC_FREE:
 		return on_free(e, rec, now, err, errlen);
 	case TREC_KERNEL:
-		return on_gpu_op(e, rec, rec->u.kernel.stream, now, err, errlen);
+		return on_gpu_op(e, rec, rec->u.kstream, now, err, errlen);
 	case TREC_MEMCPY:
 	case TREC_MEMSET:
 		return on_gpu_op(e, rec, rec->u.copy.stream, now, err, errlen);
@@ -644,11 +774,12 @@ static int prepass(struct engine *e, char *err, size_t errlen)
 
 /* ------------------------------------------------- reader thread */
 
-#define PIPE_BATCH 256
+/* 4 x 2048 compact records: ~700 KiB in flight, a hand-off per 2048 records */
+#define PIPE_BATCH 2048
 #define PIPE_NBATCH 4
 
 struct rec_batch {
-	struct trace_rec *recs;
+	struct erec *recs;
 	size_t n;
 	int rc;                 /* TRACE_OK: more batches follow; else the end status */
 };
@@ -663,9 +794,43 @@ struct rec_pipe {
 	int stop, started;
 };
 
+/* Keep what the replay reads of REC. */
+static void erec_from(struct erec *er, const struct trace_rec *rec)
+{
+	er->type = rec->type;
+	er->start = rec->start;
+	er->end = rec->end;
+	er->line = rec->line;
+	switch (rec->type) {
+	case TREC_ALLOC:
+	case TREC_FREE:
+		er->u.mem = rec->u.mem;
+		break;
+	case TREC_KERNEL:
+		er->u.kstream = rec->u.kernel.stream;
+		break;
+	case TREC_MEMCPY:
+	case TREC_MEMSET:
+		er->u.copy = rec->u.copy;
+		break;
+	case TREC_SYNC:
+		er->u.sync = rec->u.sync;
+		break;
+	case TREC_CONTROL:
+		er->u.control = rec->u.control;
+		break;
+	case TREC_SEGMENT:
+		er->u.segment = rec->u.segment;
+		break;
+	default:
+		break;
+	}
+}
+
 static void *pipe_main(void *arg)
 {
 	struct rec_pipe *p = arg;
+	struct trace_rec rec;
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		while (p->count == PIPE_NBATCH && !p->stop)
@@ -677,8 +842,8 @@ static void *pipe_main(void *arg)
 			return NULL;
 		int rc = TRACE_OK;
 		size_t n = 0;
-		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &b->recs[n])) == TRACE_OK)
-			n++;
+		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &rec)) == TRACE_OK)
+			erec_from(&b->recs[n++], &rec);
 		b->n = n;
 		b->rc = rc;
 		pthread_mutex_lock(&p->mu);
@@ -764,6 +929,16 @@ static void pipe_stop(struct rec_pipe *p)
 	p->started = 0;
 }
 
+/* Records ahead whose live-table slot is fetched early: a random probe
+ * into a table bigger than L1 otherwise stalls every memory event. */
+#define PREFETCH_AHEAD 8
+
+static inline void live_prefetch(const struct engine *e, const struct erec *rec)
+{
+	if (rec->type <= TREC_FREE && e->live.slot)
+		__builtin_prefetch(&e->live.slot[live_home(&e->live, rec->u.mem.addr)]);
+}
+
 /* The replay proper: every record in file order. */
 static int replay_all(struct engine *e, char *err, size_t errlen)
 {
@@ -777,6 +952,8 @@ static int replay_all(struct engine *e, char *err, size_t errlen)
 	for (;;) {
 		struct rec_batch *b = pipe_take(&p);
 		for (size_t i = 0; i < b->n; i++) {
+			if (i + PREFETCH_AHEAD < b->n)
+				live_prefetch(e, &b->recs[i + PREFETCH_AHEAD]);
 			if (replay_one(e, &b->recs[i], err, errlen) < 0) {
 				ret = -1;
 				break;
@@ -818,7 +995,6 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 
 	memset(&e, 0, sizeof e);
 	memset(res, 0, sizeof *res);
-	u64map_init(&e.live);
 	u64map_init(&e.skip);
 	u64map_init(&e.stream_idx);
 	eq_init(&e.q);
@@ -826,7 +1002,6 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	e.res = res;
 	e.pol = o->policy;
 	e.path = o->trace_path ? o->trace_path : "";
-	e.free_head = FREE_END;
 	if (err && errlen)
 		err[0] = '\0';
 
@@ -890,10 +1065,9 @@ out:
 	if (e.rd)
 		trace_reader_close(e.rd);
 	free(e.tl);
-	free(e.slab);
+	free(e.live.slot);
 	free(e.stream_free);
 	free(e.stream_inflight);
-	u64map_free(&e.live);
 	u64map_free(&e.skip);
 	u64map_free(&e.stream_idx);
 	eq_free(&e.q);

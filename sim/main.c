@@ -21,6 +21,11 @@ static const struct command commands[] = {
 	{"import", cmd_import, "convert another tool's memory record into a trace"},
 	{"capture", cmd_capture, "run a CUDA program under CUPTI and write its trace"},
 	{"validate", cmd_validate, "compare replays with recorded runs of real allocators"},
+	{"plot", cmd_plot, "draw a figure from the stored runs (gnuplot): timeline, batch, frag, compare"},
+	{"report", cmd_report, "write an HTML + Markdown report of the stored runs with figures"},
+	{"export", cmd_export, "export a run's timeline for ui.perfetto.dev (export perfetto)"},
+	{"sweep", cmd_sweep, "run every combination of traces, policies, confs, capacities in parallel"},
+	{"merge", cmd_merge, "combine results databases (the shards of a sweep) into one"},
 	{NULL, NULL, NULL},
 };
 

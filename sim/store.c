@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "json.h"
 
@@ -24,6 +25,7 @@ struct store {
 	sqlite3 *db;
 	char *path;
 	sqlite3_stmt *ins_run, *ins_label, *ins_stat, *ins_tl, *ins_ev;
+	sqlite3_stmt *has_key, *ins_key;  /* run_keys, prepared on first use */
 };
 
 static const char schema_sql[] =
@@ -295,15 +297,28 @@ static int insert_run(struct store *s, const struct sim_result *r, const char *t
 	return step_done(st);
 }
 
-int store_save_run(struct store *s, const struct sim_result *r, const char *tool_version,
-		   int64_t *run_id, char *err, size_t errlen)
+static int ensure_keys(struct store *s, char *err, size_t errlen);
+
+/*
+ * One run in one transaction. With KEY, the write lock taken by BEGIN
+ * IMMEDIATE makes "is the key stored? else insert" atomic against other
+ * processes, and the UNIQUE constraint backs it up: a key is never stored
+ * twice. *DUP tells the caller it was already there (nothing written).
+ */
+static int save_tx(struct store *s, const struct sim_result *r, const char *tool_version,
+		   const char *key, const char *addresses, int64_t *run_id, int *dup,
+		   char *err, size_t errlen)
 {
 	char *lj = NULL;
 	int ret = -1, in_tx = 0;
+	if (dup)
+		*dup = 0;
 	if (!s || !r) {
 		snprintf(err, errlen, "store_save_run: no store or no result");
 		return -1;
 	}
+	if (key && ensure_keys(s, err, errlen) < 0)
+		return -1;
 	lj = labels_json(r);
 	if (!lj) {
 		snprintf(err, errlen, "out of memory");
@@ -312,9 +327,30 @@ int store_save_run(struct store *s, const struct sim_result *r, const char *tool
 	if (exec(s, "BEGIN IMMEDIATE", err, errlen) < 0)
 		goto out;
 	in_tx = 1;
+	if (key) {
+		sqlite3_bind_text(s->has_key, 1, key, -1, SQLITE_STATIC);
+		int rc = sqlite3_step(s->has_key);
+		sqlite3_reset(s->has_key);
+		sqlite3_clear_bindings(s->has_key);
+		if (rc == SQLITE_ROW) {
+			if (dup)
+				*dup = 1;
+			ret = 0;
+			goto out;
+		}
+		if (rc != SQLITE_DONE)
+			goto sqlerr;
+	}
 	if (insert_run(s, r, tool_version, lj) < 0)
 		goto sqlerr;
 	int64_t id = sqlite3_last_insert_rowid(s->db);
+	if (key) {
+		sqlite3_bind_int64(s->ins_key, 1, id);
+		sqlite3_bind_text(s->ins_key, 2, key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s->ins_key, 3, addresses ? addresses : "", -1, SQLITE_STATIC);
+		if (step_done(s->ins_key) < 0)
+			goto sqlerr;
+	}
 	for (size_t i = 0; i < r->nlabels; i++) {
 		sqlite3_bind_int64(s->ins_label, 1, id);
 		sqlite3_bind_text(s->ins_label, 2, r->labels[i].key, -1, SQLITE_STATIC);
@@ -364,6 +400,13 @@ out:
 	return ret;
 }
 
+/* Unkeyed: `gpumemsim run` may store the same combination again. */
+int store_save_run(struct store *s, const struct sim_result *r, const char *tool_version,
+		   int64_t *run_id, char *err, size_t errlen)
+{
+	return save_tx(s, r, tool_version, NULL, NULL, run_id, NULL, err, errlen);
+}
+
 int store_query(struct store *s, const char *sql, const char *const *params, int nparams,
 		store_row_fn row, void *ctx, char *err, size_t errlen)
 {
@@ -401,8 +444,223 @@ void store_close(struct store *s)
 	sqlite3_finalize(s->ins_stat);
 	sqlite3_finalize(s->ins_tl);
 	sqlite3_finalize(s->ins_ev);
+	sqlite3_finalize(s->has_key);
+	sqlite3_finalize(s->ins_key);
 	if (s->db)
 		sqlite3_close(s->db);
 	free(s->path);
 	free(s);
+}
+
+/* ------------------------------------------------ keyed runs and merging */
+
+/*
+ * run_keys sits beside the version-1 tables rather than in them: it is
+ * created on first use, so databases made by `gpumemsim run` stay readable
+ * by older builds, and a gpumemsim without sweeps ignores it.
+ */
+static const char keys_sql[] =
+	"CREATE TABLE IF NOT EXISTS run_keys("
+	" run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+	" key TEXT NOT NULL UNIQUE, addresses TEXT NOT NULL)";
+
+static int ensure_keys(struct store *s, char *err, size_t errlen)
+{
+	if (s->has_key)
+		return 0;
+	if (exec(s, keys_sql, err, errlen) < 0)
+		return -1;
+	if (prepare(s, "SELECT 1 FROM run_keys WHERE key=?", &s->has_key, err, errlen) < 0 ||
+	    prepare(s, "INSERT INTO run_keys VALUES(?,?,?)", &s->ins_key, err, errlen) < 0) {
+		sqlite3_finalize(s->has_key);
+		s->has_key = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* A prepared lookup; the table is created if this database has none yet. */
+int store_run_key_exists(struct store *s, const char *key, int *found, char *err, size_t errlen)
+{
+	if (ensure_keys(s, err, errlen) < 0)
+		return -1;
+	sqlite3_bind_text(s->has_key, 1, key, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s->has_key);
+	sqlite3_reset(s->has_key);
+	sqlite3_clear_bindings(s->has_key);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		snprintf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	*found = rc == SQLITE_ROW;
+	return 0;
+}
+
+/* store_save_run with a key that makes the save idempotent (see save_tx). */
+int store_save_keyed_run(struct store *s, const struct sim_result *r, const char *tool_version,
+			 const char *key, const char *addresses, int64_t *run_id, int *duplicate,
+			 char *err, size_t errlen)
+{
+	if (!key) {
+		snprintf(err, errlen, "store_save_keyed_run: no key");
+		return -1;
+	}
+	return save_tx(s, r, tool_version, key, addresses, run_id, duplicate, err, errlen);
+}
+
+#define MERGE_RUN_COLS \
+	"trace_path, trace_crc32, trace_bytes, labels_json, policy, conf, capacity," \
+	" tool_version, complete, allocs, frees, peak_allocated, peak_requested," \
+	" peak_reserved, device_allocs, device_frees, fragmentation, oom, num_ooms," \
+	" oom_t_ns, oom_bytes, oom_line, oom_allocated, oom_reserved, oom_largest_free," \
+	" oom_cached_free, trace_duration_ns, sim_duration_ns"
+
+static int attach_input(struct store *s, const char *path, int *has_keys, char *err,
+			size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	struct stat sb;
+	int64_t n = 0, uv = 0;
+	char e2[256];
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: no such results database", path);
+		return -1;
+	}
+	if (sqlite3_prepare_v2(s->db, "ATTACH ? AS gsrc", -1, &st, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "cannot open results database '%s': %s", path,
+			 sqlite3_errmsg(s->db));
+		return -1;
+	}
+	if (query_int(s, "SELECT count(*) FROM gsrc.sqlite_master WHERE type='table'"
+		      " AND name='meta'", &n, e2, sizeof e2) < 0 || !n ||
+	    query_int(s, "SELECT count(*) FROM gsrc.meta WHERE key='application'"
+		      " AND value='gpumemsim'", &n, e2, sizeof e2) < 0 || !n) {
+		snprintf(err, errlen, "%s: not a gpumemsim results database", path);
+		goto fail;
+	}
+	if (query_int(s, "PRAGMA gsrc.user_version", &uv, e2, sizeof e2) < 0 || uv < 1 ||
+	    uv > STORE_SCHEMA_VERSION) {
+		snprintf(err, errlen, "%s: results schema version %" PRId64 " (this gpumemsim "
+			 "merges version %d)", path, uv, STORE_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (query_int(s, "SELECT count(*) FROM gsrc.sqlite_master WHERE type='table'"
+		      " AND name='run_keys'", &n, err, errlen) < 0)
+		goto fail;
+	*has_keys = n != 0;
+	return 0;
+fail:
+	sqlite3_exec(s->db, "DETACH gsrc", NULL, NULL, NULL);
+	return -1;
+}
+
+/* Copy input SRC's planned runs (ids already chosen) in one transaction. */
+static int copy_input(struct store *s, size_t src, char *err, size_t errlen)
+{
+	char sql[2048];
+	snprintf(sql, sizeof sql,
+		 "BEGIN IMMEDIATE;"
+		 "INSERT INTO main.runs(id, " MERGE_RUN_COLS ") SELECT p.new_id, " MERGE_RUN_COLS
+		 " FROM gsrc.runs r JOIN temp.merge_plan p ON p.src=%zu AND p.old_id=r.id"
+		 " ORDER BY p.new_id;"
+		 "INSERT INTO main.run_labels SELECT p.new_id, l.key, l.value FROM gsrc.run_labels l"
+		 " JOIN temp.merge_plan p ON p.src=%zu AND p.old_id=l.run_id ORDER BY p.new_id, l.rowid;"
+		 "INSERT INTO main.run_stats SELECT p.new_id, x.name, x.value FROM gsrc.run_stats x"
+		 " JOIN temp.merge_plan p ON p.src=%zu AND p.old_id=x.run_id ORDER BY p.new_id, x.rowid;"
+		 "INSERT INTO main.timeline SELECT p.new_id, x.t_ns, x.allocated, x.reserved"
+		 " FROM gsrc.timeline x JOIN temp.merge_plan p ON p.src=%zu AND p.old_id=x.run_id"
+		 " ORDER BY p.new_id, x.rowid;"
+		 "INSERT INTO main.events SELECT p.new_id, x.kind, x.t_ns, x.bytes, x.line, x.detail"
+		 " FROM gsrc.events x JOIN temp.merge_plan p ON p.src=%zu AND p.old_id=x.run_id"
+		 " ORDER BY p.new_id, x.rowid;"
+		 "INSERT INTO main.run_keys SELECT p.new_id, p.key, coalesce(p.addresses,'')"
+		 " FROM temp.merge_plan p WHERE p.src=%zu AND p.key IS NOT NULL ORDER BY p.new_id;"
+		 "COMMIT;", src, src, src, src, src, src);
+	if (exec(s, sql, err, errlen) < 0) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Two passes: first every input's runs go into a plan (temp table), keys
+ * already in OUT or seen in an earlier input are dropped, and the survivors
+ * get ids in key order, so the ids do not depend on how a sweep was split
+ * into shards; then each input is copied in one transaction (SQLite cannot
+ * attach inside a transaction). Runs without a key (from `gpumemsim run`)
+ * are always copied, after the keyed ones.
+ */
+int store_merge(struct store *s, const char *const *inputs, size_t ninputs,
+		struct store_merge_counts *c, char *err, size_t errlen)
+{
+	char sql[1024];
+	int ret = -1, attached = 0;
+	int64_t n;
+	memset(c, 0, sizeof *c);
+	if (ensure_keys(s, err, errlen) < 0)
+		return -1;
+	if (exec(s, "DROP TABLE IF EXISTS temp.merge_plan;"
+		 "CREATE TEMP TABLE merge_plan(src INTEGER NOT NULL, old_id INTEGER NOT NULL,"
+		 " key TEXT, addresses TEXT, s_crc INTEGER, s_path TEXT, s_policy TEXT,"
+		 " s_conf TEXT, s_cap INTEGER, new_id INTEGER);"
+		 "CREATE INDEX temp.merge_plan_by_src ON merge_plan(src, old_id);", err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < ninputs; i++) {
+		int has_keys = 0;
+		if (attach_input(s, inputs[i], &has_keys, err, errlen) < 0)
+			goto out;
+		attached = 1;
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO temp.merge_plan(src, old_id, key, addresses, s_crc, s_path,"
+			 " s_policy, s_conf, s_cap) SELECT %zu, r.id, %s, r.trace_crc32, r.trace_path,"
+			 " r.policy, r.conf, r.capacity FROM gsrc.runs r %s ORDER BY r.id", i,
+			 has_keys ? "k.key, k.addresses" : "NULL, NULL",
+			 has_keys ? "LEFT JOIN gsrc.run_keys k ON k.run_id=r.id" : "");
+		if (exec(s, sql, err, errlen) < 0)
+			goto out;
+		if (exec(s, "DETACH gsrc", err, errlen) < 0)
+			goto out;
+		attached = 0;
+	}
+	if (query_int(s, "SELECT count(*) FROM temp.merge_plan", &n, err, errlen) < 0)
+		goto out;
+	c->runs_in = (uint64_t)n;
+	if (exec(s, "DELETE FROM temp.merge_plan WHERE key IN (SELECT key FROM main.run_keys);"
+		 "DELETE FROM temp.merge_plan WHERE key IS NOT NULL AND rowid NOT IN"
+		 " (SELECT min(rowid) FROM temp.merge_plan WHERE key IS NOT NULL GROUP BY key);"
+		 "UPDATE temp.merge_plan SET new_id = b.base + m.rn FROM"
+		 " (SELECT rowid AS pr, row_number() OVER (ORDER BY key IS NULL, key, s_crc,"
+		 "  s_path, s_policy, s_conf, s_cap, src, old_id) AS rn FROM temp.merge_plan) AS m,"
+		 " (SELECT coalesce(max(id), 0) AS base FROM main.runs) AS b"
+		 " WHERE m.pr = merge_plan.rowid;", err, errlen) < 0)
+		goto out;
+	if (query_int(s, "SELECT count(*) FROM temp.merge_plan", &n, err, errlen) < 0)
+		goto out;
+	c->copied = (uint64_t)n;
+	c->duplicates = c->runs_in - c->copied;
+	for (size_t i = 0; i < ninputs; i++) {
+		int has_keys;
+		if (attach_input(s, inputs[i], &has_keys, err, errlen) < 0)
+			goto out;
+		attached = 1;
+		if (copy_input(s, i, err, errlen) < 0)
+			goto out;
+		if (exec(s, "DETACH gsrc", err, errlen) < 0)
+			goto out;
+		attached = 0;
+	}
+	ret = 0;
+out:
+	if (attached)
+		sqlite3_exec(s->db, "DETACH gsrc", NULL, NULL, NULL);
+	sqlite3_exec(s->db, "DROP TABLE IF EXISTS temp.merge_plan", NULL, NULL, NULL);
+	return ret;
 }

@@ -35,6 +35,33 @@ typedef int (*store_row_fn)(void *ctx, int ncols, const char *const *cols);
 int store_query(struct store *s, const char *sql, const char *const *params, int nparams,
 		store_row_fn row, void *ctx, char *err, size_t errlen);
 
+/*
+ * Keyed runs (sweeps): table run_keys(run_id, key UNIQUE, addresses), made
+ * on first use. store_run_key_exists says whether KEY is stored.
+ * store_save_keyed_run saves the run and its key in one transaction unless
+ * the key is already there (*DUPLICATE = 1, nothing written), even when
+ * another process races for the same key. -1 with ERR.
+ */
+int store_run_key_exists(struct store *s, const char *key, int *found, char *err, size_t errlen);
+int store_save_keyed_run(struct store *s, const struct sim_result *r, const char *tool_version,
+			 const char *key, const char *addresses, int64_t *run_id, int *duplicate,
+			 char *err, size_t errlen);
+
+/*
+ * Copy every run of the databases INPUTS (with labels, stats, timeline,
+ * events, keys) into S, skipping keys S already has or an earlier input
+ * gave. New ids follow key order (runs without a key after, by trace,
+ * policy, conf, capacity), so the result does not depend on how a sweep was
+ * sharded. One transaction per input. -1 with ERR naming the file.
+ */
+struct store_merge_counts {
+	uint64_t runs_in;      /* runs in all inputs */
+	uint64_t copied;       /* runs added to S */
+	uint64_t duplicates;   /* skipped: key already present */
+};
+int store_merge(struct store *s, const char *const *inputs, size_t ninputs,
+		struct store_merge_counts *c, char *err, size_t errlen);
+
 void store_close(struct store *s);
 
 #endif /* SIM_STORE_H */

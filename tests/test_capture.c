@@ -520,3 +520,59 @@ Test(capture_data, resnet18_trace_is_complete_and_linked)
 	cr_assert_eq(train, 1);
 	trace_reader_close(r);
 }
+
+/* Killed by SIGKILL 3.5 s after its work: what the writer had flushed is
+ * readable; no trailer. */
+Test(capture_data, sigkill_leaves_a_readable_incomplete_trace)
+{
+	struct trace_reader *r = trace_reader_open("capture/tests/data/sigkill.trace.gz");
+	cr_assert_not_null(r);
+	cr_assert_eq(trace_reader_status(r), 0, "%s", trace_reader_error(r));
+	struct trace_rec rec;
+	int rc, n = 0, kernels = 0;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
+		n++;
+		kernels += rec.type == TREC_KERNEL;
+	}
+	cr_assert(rc == TRACE_ERR_TRUNCATED || (rc == TRACE_EOF && !trace_reader_trailer(r)->present),
+		  "rc %d: %s", rc, trace_reader_error(r));
+	cr_assert_geq(n, 200);
+	cr_assert_geq(kernels, 50);
+	trace_reader_close(r);
+}
+
+/* SIGTERM with the default action: the library writes the trailer first. */
+Test(capture_data, sigterm_trace_is_complete)
+{
+	struct trace_reader *r = trace_reader_open("capture/tests/data/sigterm.trace.gz");
+	cr_assert_not_null(r);
+	struct trace_rec rec;
+	int rc, n = 0;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK)
+		n++;
+	cr_assert_eq(rc, TRACE_EOF, "%s", trace_reader_error(r));
+	cr_assert(trace_reader_trailer(r)->present);
+	cr_assert_eq(trace_reader_trailer(r)->records, (uint64_t)n);
+	trace_reader_close(r);
+}
+
+Test(capture_launcher, lists_every_trace_last_report_line_wins)
+{
+	char lib[64], cmd[1024], errf[] = "/tmp/test_capture_err_XXXXXX";
+	fake_lib(lib);
+	int fd = mkstemp(errf);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd),
+		 "GPUMEMSIM_CAPTURE_LIB=%s %s capture -o /tmp/x.trace.gz -- sh -c '"
+		 "R=$GPUMEMSIM_CAPTURE_REPORT; echo \"/tmp/p1.trace.gz 0 0 0\" >> $R; "
+		 "echo \"/tmp/p2.trace.gz 0 0 0\" >> $R; echo \"/tmp/p2.trace.gz 12 1 1\" >> $R' 2> %s",
+		 lib, bin(), errf);
+	cr_assert_eq(sh(cmd), 0);
+	const char *err = slurp(errf);
+	cr_assert(strstr(err, "wrote /tmp/p1.trace.gz (incomplete"), "%s", err);
+	cr_assert(strstr(err, "wrote /tmp/p2.trace.gz (12 records, 1 dropped)\n"), "%s", err);
+	cr_assert_null(strstr(err, "no trace written"), "%s", err);
+	unlink(errf);
+	unlink(lib);
+}

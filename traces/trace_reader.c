@@ -28,6 +28,7 @@
 #define RD_BUF_SIZE (4u << 20)
 #define RD_GZ_BUF (256u << 10)
 #define RD_ERR_LEN 1024
+#define RD_SLACK 32   /* bytes after the buffer that scans may read */
 
 struct trace_reader {
 	char *path;
@@ -201,8 +202,8 @@ static inline int rd_sep(struct trace_reader *r, const char **pp, const char *q,
 	return rd_bad(r, tag, name, start);
 }
 
-/* Decimal digits at P; NULL when none or the value overflows 64 bits. */
-static inline const char *rd_scan_dec(const char *p, uint64_t *v)
+/* Byte-at-a-time decimal with the overflow check: the rare long numbers. */
+static const char *rd_scan_dec_slow(const char *p, uint64_t *v)
 {
 	const char *s = p;
 	uint64_t x = 0;
@@ -214,6 +215,84 @@ static inline const char *rd_scan_dec(const char *p, uint64_t *v)
 		p++;
 	}
 	if (p == s)
+		return NULL;
+	*v = x;
+	return p;
+}
+
+/* How many of the 8 bytes at P (little-endian word W) lead with digits:
+ * a byte is a digit when neither c + 0x46 (c > '9'), c - 0x30 (c < '0')
+ * nor c itself has its top bit set. Only bytes up to the first non-digit
+ * are exact (borrows and carries stop there), and only they are used. */
+static inline unsigned rd_digits8(uint64_t w)
+{
+	uint64_t nd = ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull) | w)
+		      & 0x8080808080808080ull;
+	return nd ? (unsigned)__builtin_ctzll(nd) >> 3 : 8;
+}
+
+/* The value of the N (1..8) digits at the bottom of W, first digit lowest. */
+static inline uint64_t rd_value8(uint64_t w, unsigned n)
+{
+	w = (w - 0x3030303030303030ull) << (64 - 8 * n); /* leading zero digits */
+	w = (w * 2561) >> 8 & 0x00ff00ff00ff00ffull;
+	w = (w * 6553601) >> 16 & 0x0000ffff0000ffffull;
+	return (w * 42949672960001ull) >> 32;
+}
+
+/*
+ * Decimal digits at P; NULL when none or the value overflows 64 bits.
+ * Eight bytes at a time: the buffer has slack after its last line, so
+ * reading past the number (up to 8 bytes past the newline) stays inside
+ * the allocation, and a number's length costs one mispredict, not one per
+ * digit.
+ */
+static inline const char *rd_scan_dec(const char *p, uint64_t *v)
+{
+	uint64_t w, x;
+	memcpy(&w, p, 8);
+	unsigned n = rd_digits8(w);
+	if (n == 0)
+		return NULL;
+	x = rd_value8(w, n);
+	if (n < 8) {
+		*v = x;
+		return p + n;
+	}
+	memcpy(&w, p + 8, 8);
+	unsigned n2 = rd_digits8(w);
+	if (n2 == 8)
+		return rd_scan_dec_slow(p, v); /* 16+ digits: mind the overflow */
+	if (n2) {
+		static const uint64_t pow10[8] = {1, 10, 100, 1000, 10000, 100000,
+						  1000000, 10000000};
+		x = x * pow10[n2] + rd_value8(w, n2);
+	}
+	*v = x;
+	return p + 8 + n2;
+}
+
+/* Hex digit values plus one; 0 for anything else. */
+static const unsigned char rd_hexval[256] = {
+	['0'] = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+	['A'] = 11, 12, 13, 14, 15, 16,
+	['a'] = 11, 12, 13, 14, 15, 16,
+};
+
+/* 1-16 hex digits at P (no prefix); NULL when none or more than 16. */
+static inline const char *rd_scan_hex(const char *p, uint64_t *v)
+{
+	uint64_t x = 0;
+	int nd = 0;
+	for (;; p++, nd++) {
+		unsigned d = rd_hexval[(unsigned char)*p];
+		if (!d)
+			break;
+		if (nd == 16)
+			return NULL;
+		x = x << 4 | (d - 1);
+	}
+	if (nd == 0)
 		return NULL;
 	*v = x;
 	return p;
@@ -246,25 +325,10 @@ static int rd_hex(struct trace_reader *r, const char **pp, char tag, const char 
 	const char *p = *pp;
 	if (p[0] != '0' || p[1] != 'x')
 		return rd_bad(r, tag, name, *pp);
-	p += 2;
-	uint64_t x = 0;
-	int nd = 0;
-	for (;; p++, nd++) {
-		unsigned c = (unsigned char)*p, d;
-		if (c - '0' < 10)
-			d = c - '0';
-		else if ((c | 0x20) - 'a' < 6)
-			d = (c | 0x20) - 'a' + 10;
-		else
-			break;
-		if (nd == 16)
-			return rd_bad(r, tag, name, *pp);
-		x = x << 4 | d;
-	}
-	if (nd == 0)
+	const char *q = rd_scan_hex(p + 2, v);
+	if (!q)
 		return rd_bad(r, tag, name, *pp);
-	*v = x;
-	return rd_sep(r, pp, p, tag, name, *pp);
+	return rd_sep(r, pp, q, tag, name, *pp);
 }
 
 /* A time: absolute, or "+N" after BASE. */
@@ -393,6 +457,57 @@ static int rd_mem(struct trace_reader *r, const char *p, char tag, struct trace_
 		m->id = 0;
 	}
 	return 0;
+}
+
+/*
+ * The common shape of 'a'/'f' lines, "T 0xADDR BYTES STREAM" and nothing
+ * more, parsed without the per-field error plumbing. 1 when it matched;
+ * 0 leaves REC to rd_mem, which parses anything else (optional fields) and
+ * names any error exactly.
+ */
+static inline int rd_mem_fast(struct trace_reader *r, const char *p, char tag,
+			      struct trace_rec *rec)
+{
+	struct trace_mem *m = &rec->u.mem;
+	uint64_t t, a, b, s;
+	int rel = (*p == '+');
+	const char *q = rd_scan_dec(p + rel, &t);
+	if (!q || *q != ' ' || (rel && t > UINT64_MAX - r->prev_start))
+		return 0;
+	if (q[1] != '0' || q[2] != 'x')
+		return 0;
+	q = rd_scan_hex(q + 3, &a);
+	if (!q || *q != ' ')
+		return 0;
+	q = rd_scan_dec(q + 1, &b);
+	if (!q || *q != ' ')
+		return 0;
+	if (q[1] == '-') {
+		s = TRACE_NO_STREAM;
+		q += 2;
+	} else {
+		q = rd_scan_dec(q + 1, &s);
+		if (!q || s > UINT32_MAX)
+			return 0;
+	}
+	if (*q != '\n')
+		return 0;
+	rec->start = rec->end = rel ? r->prev_start + t : t;
+	m->addr = a;
+	m->bytes = b;
+	m->stream = (uint32_t)s;
+	m->kind = TMEM_DEVICE;
+	m->flags = 0;
+	m->corr = 0;
+	m->source = TRACE_NO_STRING;
+	if (tag == 'a') {
+		rec->type = TREC_ALLOC;
+		m->id = r->nallocs++;
+	} else {
+		rec->type = TREC_FREE;
+		m->id = 0;
+	}
+	return 1;
 }
 
 /* "<start> <end>": END may be "+N" after this record's own start. */
@@ -744,7 +859,8 @@ struct trace_reader *trace_reader_open(const char *path)
 	if (!r)
 		return NULL;
 	r->path = strdup(path ? path : "(null)");
-	r->buf = malloc(RD_BUF_SIZE + 1);
+	/* zeroed slack: the 8-byte digit scans may look past the last line */
+	r->buf = calloc(1, RD_BUF_SIZE + RD_SLACK);
 	if (!r->path || !r->buf) {
 		free(r->path);
 		free(r->buf);
@@ -832,7 +948,7 @@ int trace_reader_next(struct trace_reader *r, struct trace_rec *rec)
 		switch (tag) {
 		case 'a':
 		case 'f':
-			rc = rd_mem(r, p, tag, rec);
+			rc = rd_mem_fast(r, p, tag, rec) ? 0 : rd_mem(r, p, tag, rec);
 			break;
 		case 'k':
 			rc = rd_kernel(r, p, rec);

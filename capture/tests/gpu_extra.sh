@@ -7,7 +7,7 @@ B=${1:-build}
 D=${2:-$B/gpu-extra}
 G="$B/gpumemsim"
 PY=${PYTHON:-python3}
-mkdir -p "$D" || exit 1
+mkdir -p "$D" && rm -f "$D"/*.trace*.gz || exit 1
 fail=0
 WORK='import torch; x = torch.ones(1 << 20, device="cuda"); y = [x * i for i in range(50)]; torch.cuda.synchronize()'
 
@@ -30,9 +30,9 @@ zcat "$D/kill.trace.gz" 2>/dev/null | tail -1 | grep -q '^end ' && { echo "sigki
 "$G" capture -o "$D/multi.trace.gz" -- $PY -c "$WORK
 import subprocess, sys
 for i in range(2): subprocess.run([sys.executable, '-c', '''$WORK'''], check=True)"
-n=$(ls "$D"/multi*.trace.gz | wc -l)
+n=$(ls "$D"/multi.trace*.gz | wc -l)
 echo "multi: $n traces"; [ "$n" -eq 3 ] || fail=1
-for f in "$D"/multi*.trace.gz; do "$G" trace validate "$f" || fail=1; done
+for f in "$D"/multi.trace*.gz; do "$G" trace validate "$f" || fail=1; done
 
 # CUPTI already taken (torch.profiler subscribes first? no: we are first at
 # cuInit); the program must still run and exit 0.

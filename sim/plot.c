@@ -1,0 +1,1172 @@
+/*
+ * plot.c: the figures of `gpumemsim plot` and `gpumemsim report` (see
+ * plot.h). Each figure is a gnuplot script and plain data files; gnuplot
+ * runs as an external program, and is the only program the plots code runs.
+ *
+ * Decisions every figure shares:
+ * - sizes in GiB, times in ms (s when the run is longer than 10 s);
+ * - the device capacity line is drawn only when the capacity is below twice
+ *   the highest value shown: a 141 GiB line over a 3 GiB run would squash
+ *   the curves into the bottom pixels and say nothing;
+ * - a run far above the others (a preallocating allocator such as TF's BFC
+ *   reserving the whole device) would do the same: the y axis stops at 4x
+ *   the largest live (allocated / floor) figure and such runs are named in
+ *   the key with their value and "off scale";
+ * - the floor is the `optimal` policy's peak reserved when the selection
+ *   has an optimal run of that trace, else the peak of live requested bytes.
+ * Data files are written with fixed formats from rows in a fixed order, so
+ * the same database gives byte-identical scripts and data.
+ */
+#include "plot.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define PLOT_MAX_FILES 16
+#define PLOT_MAX_TIMELINE_RUNS 12
+#define PLOT_MAX_FRAG_TRACES 8
+#define OFF_SCALE_FACTOR 4.0
+
+static const char *const kind_names[PLOT_KIND_COUNT] = {"timeline", "batch", "frag", "compare"};
+
+/* Twelve colours that stay apart on white (tab10 plus two). */
+static const char *const palette[] = {
+	"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+	"#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
+};
+#define NPALETTE (sizeof palette / sizeof palette[0])
+
+int plot_kind_from_name(const char *name)
+{
+	for (int k = 0; k < PLOT_KIND_COUNT; k++)
+		if (name && !strcmp(name, kind_names[k]))
+			return k;
+	return -1;
+}
+
+const char *plot_kind_name(enum plot_kind k)
+{
+	return (unsigned)k < PLOT_KIND_COUNT ? kind_names[k] : "?";
+}
+
+int plot_format_from_path(const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+	if (n > 4 && !strcasecmp(path + n - 4, ".png"))
+		return PLOT_FMT_PNG;
+	if (n > 4 && !strcasecmp(path + n - 4, ".svg"))
+		return PLOT_FMT_SVG;
+	return -1;
+}
+
+static const char *gnuplot_prog(void)
+{
+	const char *g = getenv("GPUMEMSIM_GNUPLOT");
+	return g && *g ? g : "gnuplot";
+}
+
+/* Searching PATH ourselves gives a clear "gnuplot is not installed" instead
+ * of a failed spawn deep inside a figure. */
+int plot_gnuplot_available(void)
+{
+	const char *prog = gnuplot_prog();
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0;
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	char buf[4096];
+	while (*path) {
+		size_t len = strcspn(path, ":");
+		if (len && len + strlen(prog) + 2 < sizeof buf) {
+			snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, prog);
+			if (access(buf, X_OK) == 0)
+				return 1;
+		}
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return 0;
+}
+
+/* The condition is pasted into our SELECT, so it must stay one expression:
+ * outside quotes no ';' (a second statement), no comment (hiding the rest of
+ * ours), and parentheses that balance (no closing ours). */
+int plot_check_where(const char *where, char *err, size_t errlen)
+{
+	int depth = 0;
+	char quote = 0;
+	if (!where || !*where) {
+		snprintf(err, errlen, "--where: empty condition");
+		return -1;
+	}
+	for (const char *p = where; *p; p++) {
+		if (quote) {
+			if (*p == quote) {
+				if (p[1] == quote)
+					p++;
+				else
+					quote = 0;
+			}
+			continue;
+		}
+		if (*p == '\'' || *p == '"' || *p == '`') {
+			quote = *p;
+		} else if (*p == '[') {
+			quote = ']';
+		} else if (*p == ';') {
+			snprintf(err, errlen, "--where '%s': one SQL condition only (no ';')", where);
+			return -1;
+		} else if ((p[0] == '-' && p[1] == '-') || (p[0] == '/' && p[1] == '*')) {
+			snprintf(err, errlen, "--where '%s': comments are not allowed", where);
+			return -1;
+		} else if (*p == '(') {
+			depth++;
+		} else if (*p == ')' && --depth < 0) {
+			snprintf(err, errlen, "--where '%s': unbalanced ')'", where);
+			return -1;
+		}
+	}
+	if (quote || depth) {
+		snprintf(err, errlen, "--where '%s': unterminated %s", where,
+			 quote ? "quote" : "'('");
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ loading */
+
+enum { R_ID, R_PATH, R_CRC, R_POLICY, R_CONF, R_CAP, R_RES, R_ALLOC, R_REQ, R_DALLOC,
+       R_DFREE, R_FRAG, R_OOM, R_NOOM, R_OOM_T, R_OOM_BYTES, R_OOM_LINE, R_OOM_ALLOC,
+       R_OOM_RES, R_OOM_LFREE, R_OOM_CFREE, R_TDUR, R_SDUR, R_MODEL, R_BATCH, R_COMPLETE,
+       R_TOOLV, R_LABELS, R_N };
+
+struct load_ctx {
+	struct plot_run *runs;
+	int n, cap, failed;
+};
+
+static uint64_t u64_of(const char *s) { return s ? strtoull(s, NULL, 10) : 0; }
+static int64_t i64_of(const char *s, int64_t dflt) { return s ? strtoll(s, NULL, 10) : dflt; }
+
+static char *dup_or_empty(const char *s, int *failed)
+{
+	char *d = strdup(s ? s : "");
+	if (!d)
+		*failed = 1;
+	return d;
+}
+
+static int load_row(void *vctx, int ncols, const char *const *c)
+{
+	struct load_ctx *l = vctx;
+	if (ncols < R_N)
+		return l->failed = 1;
+	if (l->n == l->cap) {
+		int nc = l->cap ? 2 * l->cap : 32;
+		struct plot_run *nr = realloc(l->runs, (size_t)nc * sizeof *nr);
+		if (!nr)
+			return l->failed = 1;
+		l->runs = nr;
+		l->cap = nc;
+	}
+	struct plot_run *r = &l->runs[l->n++];
+	memset(r, 0, sizeof *r);
+	r->id = i64_of(c[R_ID], 0);
+	r->trace_path = dup_or_empty(c[R_PATH], &l->failed);
+	r->policy = dup_or_empty(c[R_POLICY], &l->failed);
+	r->conf = dup_or_empty(c[R_CONF], &l->failed);
+	r->model = dup_or_empty(c[R_MODEL], &l->failed);
+	r->batch = dup_or_empty(c[R_BATCH], &l->failed);
+	r->tool_version = dup_or_empty(c[R_TOOLV], &l->failed);
+	r->labels_json = dup_or_empty(c[R_LABELS], &l->failed);
+	r->trace_crc32 = (uint32_t)u64_of(c[R_CRC]);
+	r->capacity = u64_of(c[R_CAP]);
+	r->peak_reserved = u64_of(c[R_RES]);
+	r->peak_allocated = u64_of(c[R_ALLOC]);
+	r->peak_requested = u64_of(c[R_REQ]);
+	r->device_allocs = u64_of(c[R_DALLOC]);
+	r->device_frees = u64_of(c[R_DFREE]);
+	r->fragmentation = c[R_FRAG] ? strtod(c[R_FRAG], NULL) : 0.0;
+	r->oom = u64_of(c[R_OOM]) != 0;
+	r->num_ooms = u64_of(c[R_NOOM]);
+	r->has_oom_detail = r->oom && c[R_OOM_T];
+	r->oom_t_ns = u64_of(c[R_OOM_T]);
+	r->oom_bytes = u64_of(c[R_OOM_BYTES]);
+	r->oom_line = u64_of(c[R_OOM_LINE]);
+	r->oom_allocated = u64_of(c[R_OOM_ALLOC]);
+	r->oom_reserved = u64_of(c[R_OOM_RES]);
+	r->oom_largest_free = i64_of(c[R_OOM_LFREE], -1);
+	r->oom_cached_free = i64_of(c[R_OOM_CFREE], -1);
+	r->trace_duration_ns = u64_of(c[R_TDUR]);
+	r->sim_duration_ns = u64_of(c[R_SDUR]);
+	r->complete = u64_of(c[R_COMPLETE]) != 0;
+	return l->failed;
+}
+
+void plot_runs_free(struct plot_run *runs, int n)
+{
+	for (int i = 0; runs && i < n; i++) {
+		free(runs[i].trace_path);
+		free(runs[i].policy);
+		free(runs[i].conf);
+		free(runs[i].model);
+		free(runs[i].batch);
+		free(runs[i].tool_version);
+		free(runs[i].labels_json);
+	}
+	free(runs);
+}
+
+/* The latest run of each trace/policy/conf/capacity among the selected, so a
+ * re-run replaces its older copy in figures as it does in `table`. */
+int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_run **runs,
+		   char *err, size_t errlen)
+{
+	static const char head[] =
+		"WITH sel AS (SELECT * FROM runs WHERE (%s) AND (%s)),"
+		" latest AS (SELECT * FROM sel r WHERE r.id=(SELECT max(x.id) FROM sel x"
+		"  WHERE x.trace_crc32=r.trace_crc32 AND x.policy=r.policy AND x.conf=r.conf"
+		"  AND x.capacity=r.capacity))"
+		" SELECT r.id, r.trace_path, r.trace_crc32, r.policy, r.conf, r.capacity,"
+		" r.peak_reserved, r.peak_allocated, r.peak_requested, r.device_allocs,"
+		" r.device_frees, r.fragmentation, r.oom, r.num_ooms, r.oom_t_ns, r.oom_bytes,"
+		" r.oom_line, r.oom_allocated, r.oom_reserved, r.oom_largest_free,"
+		" r.oom_cached_free, r.trace_duration_ns, r.sim_duration_ns,"
+		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='model'),'') AS model_l,"
+		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='batch'),'') AS batch_l,"
+		" r.complete, r.tool_version, r.labels_json"
+		" FROM latest r ORDER BY model_l, CAST(batch_l AS INTEGER), batch_l, r.trace_path,"
+		" r.trace_crc32, r.policy='optimal', r.policy, r.conf<>'', r.conf, r.capacity, r.id";
+	struct load_ctx l = {0};
+	const char *params[2] = {sel ? sel->label_key : NULL, sel ? sel->label_value : NULL};
+	int nparams = 0;
+	char *sql = NULL;
+	*runs = NULL;
+	if (sel && sel->where && plot_check_where(sel->where, err, errlen) < 0)
+		return -1;
+	const char *label_cond = "1";
+	if (sel && sel->label_key) {
+		label_cond = "id IN (SELECT run_id FROM run_labels WHERE key=?1 AND value=?2)";
+		nparams = 2;
+	}
+	if (asprintf(&sql, head, sel && sel->where ? sel->where : "1", label_cond) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int n = store_query(s, sql, params, nparams, load_row, &l, err, errlen);
+	free(sql);
+	if (n >= 0 && l.failed) {
+		snprintf(err, errlen, "out of memory reading the runs");
+		n = -1;
+	}
+	if (n < 0) {
+		plot_runs_free(l.runs, l.n);
+		return -1;
+	}
+	*runs = l.runs;
+	return l.n;
+}
+
+const char *plot_run_setting(const struct plot_run *r, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %s", r->policy, *r->conf ? r->conf : "(default)");
+	return buf;
+}
+
+/* "resnet18 batch 64" from the labels, else the trace's file name. */
+static const char *trace_title(const struct plot_run *r, char *buf, size_t len)
+{
+	const char *base = strrchr(r->trace_path, '/');
+	base = base ? base + 1 : r->trace_path;
+	if (*r->model && *r->batch)
+		snprintf(buf, len, "%s batch %s", r->model, r->batch);
+	else if (*r->model)
+		snprintf(buf, len, "%s (%s)", r->model, base);
+	else
+		snprintf(buf, len, "%s", base);
+	return buf;
+}
+
+/* ------------------------------------------------------------ a figure */
+
+struct fig {
+	char dir[4096];
+	int tmp_dir;
+	char files[PLOT_MAX_FILES][32];
+	int nfiles;
+	enum plot_format fmt;
+	char out_tmp[4200];
+	FILE *gp;
+};
+
+static FILE *fig_file(struct fig *f, const char *name, char *err, size_t errlen)
+{
+	char path[4200];
+	if (f->nfiles == PLOT_MAX_FILES) {
+		snprintf(err, errlen, "internal: too many plot files");
+		return NULL;
+	}
+	snprintf(path, sizeof path, "%s/%s", f->dir, name);
+	FILE *fp = fopen(path, "w");
+	if (!fp) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	snprintf(f->files[f->nfiles++], sizeof f->files[0], "%s", name);
+	return fp;
+}
+
+static int fig_close_file(FILE *fp, const char *name, char *err, size_t errlen)
+{
+	int bad = ferror(fp);
+	if (fclose(fp) != 0 || bad) {
+		snprintf(err, errlen, "writing %s failed", name);
+		return -1;
+	}
+	return 0;
+}
+
+/* A gnuplot double-quoted string: backslash and quote escaped. */
+static void gp_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Absolute path of one of the figure's data files, quoted for gnuplot. */
+static void gp_data(FILE *gp, const struct fig *f, const char *name)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", f->dir, name);
+	gp_str(gp, path);
+}
+
+static int fig_begin(struct fig *f, const struct plot_request *req, char *err, size_t errlen)
+{
+	memset(f, 0, sizeof *f);
+	int fmt = plot_format_from_path(req->out);
+	if (fmt < 0) {
+		snprintf(err, errlen, "-o %s: the figure's name must end in .png or .svg", req->out);
+		return -1;
+	}
+	f->fmt = fmt;
+	if (req->data_dir) {
+		if (mkdir(req->data_dir, 0777) != 0 && errno != EEXIST) {
+			snprintf(err, errlen, "--data-dir %s: %s", req->data_dir, strerror(errno));
+			return -1;
+		}
+		if (!realpath(req->data_dir, f->dir)) {
+			snprintf(err, errlen, "--data-dir %s: %s", req->data_dir, strerror(errno));
+			return -1;
+		}
+	} else {
+		const char *t = getenv("TMPDIR");
+		snprintf(f->dir, sizeof f->dir, "%s/gpumemsim-plot-XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(f->dir)) {
+			snprintf(err, errlen, "cannot make a temporary folder in %s: %s",
+				 t && *t ? t : "/tmp", strerror(errno));
+			return -1;
+		}
+		f->tmp_dir = 1;
+	}
+	snprintf(f->out_tmp, sizeof f->out_tmp, "%s.tmp.%ld", req->out, (long)getpid());
+	f->gp = fig_file(f, "figure.gp", err, errlen);
+	if (!f->gp)
+		return -1;
+	fprintf(f->gp, "# gpumemsim plot %s: gnuplot script (data files beside it)\n",
+		plot_kind_name(req->kind));
+	if (fmt == PLOT_FMT_PNG)
+		fputs("set terminal pngcairo size 1200,700 font 'DejaVu Sans,13' noenhanced\n", f->gp);
+	else
+		fputs("set terminal svg size 1200,700 font 'DejaVu Sans,13' noenhanced "
+		      "background rgb 'white'\n", f->gp);
+	fputs("set output ", f->gp);
+	gp_str(f->gp, f->out_tmp);
+	fputs("\nset encoding utf8\nset border lw 1.2\nset grid ytics lc rgb '#d8d8d8'\n"
+	      "set key noenhanced box lc rgb '#bbbbbb' opaque\nset datafile missing '?'\n", f->gp);
+	for (size_t i = 0; i < NPALETTE; i++)
+		fprintf(f->gp, "set linetype %zu lc rgb '%s' lw 2 pt 7 ps 1.2\n", i + 1, palette[i]);
+	fprintf(f->gp, "set linetype cycle %zu\n", NPALETTE);
+	return 0;
+}
+
+static int run_gnuplot(const char *script, char *err, size_t errlen)
+{
+	char *argv[] = {(char *)gnuplot_prog(), (char *)script, NULL};
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot run %s: %s (install gnuplot, or set GPUMEMSIM_GNUPLOT)",
+			 argv[0], strerror(rc));
+		return -1;
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			snprintf(err, errlen, "waiting for gnuplot: %s", strerror(errno));
+			return -1;
+		}
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(err, errlen, "gnuplot failed on %s (its message is above)", script);
+		return -1;
+	}
+	return 0;
+}
+
+/* Render, move the figure into place, and clean up the temporary folder. */
+static int fig_end(struct fig *f, const struct plot_request *req, int ok, char *err,
+		   size_t errlen)
+{
+	char script[4200];
+	struct stat sb;
+	int ret = -1;
+	snprintf(script, sizeof script, "%s/figure.gp", f->dir);
+	if (f->gp) {
+		fputs("unset output\n", f->gp);
+		if (fig_close_file(f->gp, "figure.gp", err, errlen) < 0)
+			ok = 0;
+		f->gp = NULL;
+	}
+	if (!ok)
+		goto out;
+	if (run_gnuplot(script, err, errlen) < 0)
+		goto out;
+	if (stat(f->out_tmp, &sb) != 0 || sb.st_size == 0) {
+		snprintf(err, errlen, "gnuplot wrote no figure to %s", f->out_tmp);
+		goto out;
+	}
+	if (rename(f->out_tmp, req->out) != 0) {
+		snprintf(err, errlen, "%s: %s", req->out, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	unlink(f->out_tmp);
+	if (f->tmp_dir) {
+		char path[4200];
+		for (int i = 0; i < f->nfiles; i++) {
+			snprintf(path, sizeof path, "%s/%s", f->dir, f->files[i]);
+			unlink(path);
+		}
+		rmdir(f->dir);
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static double gib(uint64_t b) { return (double)b / GIB; }
+
+/* The floor for trace CRC: the optimal run's peak reserved, else the peak of
+ * live requested bytes. */
+static uint64_t trace_floor(const struct plot_run *runs, int n, uint32_t crc, int *from_optimal)
+{
+	uint64_t req = 0;
+	for (int i = 0; i < n; i++) {
+		if (runs[i].trace_crc32 != crc)
+			continue;
+		if (!strcmp(runs[i].policy, "optimal")) {
+			if (from_optimal)
+				*from_optimal = 1;
+			return runs[i].peak_reserved;
+		}
+		if (runs[i].peak_requested > req)
+			req = runs[i].peak_requested;
+	}
+	if (from_optimal)
+		*from_optimal = 0;
+	return req;
+}
+
+/* One trace only: say which ones the selection holds and how to narrow. */
+static int need_one_trace(const struct plot_run *runs, int n, const char *what, char *err,
+			  size_t errlen)
+{
+	for (int i = 1; i < n; i++) {
+		if (runs[i].trace_crc32 != runs[0].trace_crc32) {
+			snprintf(err, errlen, "%s shows one trace; the selection holds several ('%s', "
+				 "'%s', ...): narrow it, e.g. --where \"trace_path='%s'\"", what,
+				 runs[0].trace_path, runs[i].trace_path, runs[0].trace_path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The y range top: the data's top or, when a series is far above the
+ * rest (over OFF_SCALE_FACTOR x the live figure), the top of the others. */
+static double y_top(double data_top, double live_top, double vis_top, int *clipped)
+{
+	*clipped = live_top > 0 && data_top > OFF_SCALE_FACTOR * live_top;
+	if (!*clipped)
+		return data_top * 1.1;
+	return (vis_top > live_top ? vis_top : live_top) * 1.1;
+}
+
+/* VALUE if it stays on scale, for the visible top. */
+static double on_scale(double value, double live_top)
+{
+	return value > OFF_SCALE_FACTOR * live_top ? 0.0 : value;
+}
+
+/* Capacity lines worth drawing (see the file comment); returns the new top. */
+static double capacity_lines(FILE *gp, const struct plot_run *runs, int n, double top,
+			     int *ncaps)
+{
+	uint64_t seen[4] = {0};
+	int ns = 0;
+	double shown_top = top / 1.1;
+	*ncaps = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t c = runs[i].capacity;
+		int dup = 0;
+		for (int k = 0; k < ns; k++)
+			dup |= seen[k] == c;
+		if (!c || dup || ns == 4 || gib(c) >= 2.0 * shown_top)
+			continue;
+		seen[ns++] = c;
+		char b[32];
+		fprintf(gp, "cap%d = %.6f\n", ns, gib(c));
+		fprintf(gp, "cap%d_title = \"device capacity %s\"\n", ns, cli_fmt_bytes(c, b, sizeof b));
+		if (gib(c) * 1.08 > top)
+			top = gib(c) * 1.08;
+	}
+	*ncaps = ns;
+	return top;
+}
+
+static void plot_capacity_terms(FILE *gp, int ncaps)
+{
+	for (int k = 1; k <= ncaps; k++)
+		fprintf(gp, ", cap%d with lines lc rgb '#c00000' lw 2.5 dt 3 title cap%d_title", k, k);
+}
+
+/* ------------------------------------------------------------ timeline */
+
+struct tl_ctx {
+	FILE *f;
+	double tdiv;
+	double last_a, last_r;
+	int rows;
+};
+
+static int tl_row(void *vctx, int ncols, const char *const *c)
+{
+	struct tl_ctx *t = vctx;
+	if (ncols < 3)
+		return 1;
+	t->last_a = gib(u64_of(c[1]));
+	t->last_r = gib(u64_of(c[2]));
+	fprintf(t->f, "%.6f %.6f %.6f\n", (double)u64_of(c[0]) / t->tdiv, t->last_a, t->last_r);
+	t->rows++;
+	return 0;
+}
+
+static int fig_timeline(struct store *s, struct fig *f, const struct plot_run *runs, int n,
+			char *err, size_t errlen)
+{
+	char b1[64], b2[96], b3[32];
+	if (need_one_trace(runs, n, "the timeline", err, errlen) < 0)
+		return -1;
+	if (n > PLOT_MAX_TIMELINE_RUNS) {
+		snprintf(err, errlen, "the timeline draws at most %d runs and the selection holds "
+			 "%d: narrow it with --where (e.g. \"policy IN ('pytorch','cuda_async')\")",
+			 PLOT_MAX_TIMELINE_RUNS, n);
+		return -1;
+	}
+	uint64_t tmax = 0, amax = 0, rmax = 0;
+	double vis = 0;
+	for (int i = 0; i < n; i++)
+		amax = runs[i].peak_allocated > amax ? runs[i].peak_allocated : amax;
+	for (int i = 0; i < n; i++) {
+		double v = on_scale(gib(runs[i].peak_reserved), gib(amax));
+		vis = v > vis ? v : vis;
+		uint64_t d = runs[i].sim_duration_ns > runs[i].trace_duration_ns
+				     ? runs[i].sim_duration_ns : runs[i].trace_duration_ns;
+		tmax = d > tmax ? d : tmax;
+		amax = runs[i].peak_allocated > amax ? runs[i].peak_allocated : amax;
+		rmax = runs[i].peak_reserved > rmax ? runs[i].peak_reserved : rmax;
+	}
+	int in_s = tmax >= 10000000000ull;
+	double tdiv = in_s ? 1e9 : 1e6;
+	FILE *d = fig_file(f, "timeline.dat", err, errlen);
+	if (!d)
+		return -1;
+	fputs("# time(ms or s) allocated_GiB reserved_GiB; one block per run\n", d);
+	for (int i = 0; i < n; i++) {
+		char id[24];
+		snprintf(id, sizeof id, "%" PRId64, runs[i].id);
+		const char *params[1] = {id};
+		struct tl_ctx t = {.f = d, .tdiv = tdiv};
+		if (i)
+			fputs("\n\n", d);
+		fprintf(d, "# run %s: %s\n", id, plot_run_setting(&runs[i], b2, sizeof b2));
+		if (store_query(s, "SELECT t_ns, allocated, reserved FROM timeline WHERE run_id=?1"
+				" ORDER BY t_ns", params, 1, tl_row, &t, err, errlen) < 0) {
+			fclose(d);
+			return -1;
+		}
+		/* Steps hold the last level to the end of the run. */
+		uint64_t end = runs[i].sim_duration_ns;
+		fprintf(d, "%.6f %.6f %.6f\n", (double)end / tdiv, t.last_a, t.last_r);
+	}
+	if (fig_close_file(d, "timeline.dat", err, errlen) < 0)
+		return -1;
+	int noom = 0;
+	d = fig_file(f, "oom.dat", err, errlen);
+	if (!d)
+		return -1;
+	fputs("# time allocated_GiB: each run's first simulated OOM\n", d);
+	for (int i = 0; i < n; i++)
+		if (runs[i].has_oom_detail && ++noom)
+			fprintf(d, "%.6f %.6f\n", (double)runs[i].oom_t_ns / tdiv,
+				gib(runs[i].oom_allocated));
+	if (!noom)
+		fputs("? ?\n", d);
+	if (fig_close_file(d, "oom.dat", err, errlen) < 0)
+		return -1;
+
+	FILE *gp = f->gp;
+	int clipped, ncaps;
+	double top = y_top(gib(rmax), gib(amax), vis, &clipped);
+	top = capacity_lines(gp, runs, n, top, &ncaps);
+	fputs("set title ", gp);
+	snprintf(b1, sizeof b1, "%s", trace_title(&runs[0], b2, sizeof b2));
+	char title[512];
+	snprintf(title, sizeof title, "Device memory over time, %s, per allocator setting\n"
+		 "solid: reserved by the allocator   dashed: allocated to live blocks", b1);
+	gp_str(gp, title);
+	fprintf(gp, "\nset xlabel 'simulated time (%s)'\nset ylabel 'memory (GiB)'\n",
+		in_s ? "s" : "ms");
+	fprintf(gp, "set xrange [0:%.6f]\nset yrange [0:%.6f]\n", (double)tmax / tdiv * 1.02, top);
+	fputs("set key outside right top vertical Left reverse font ',11' samplen 2.5\n", gp);
+	fputs("plot ", gp);
+	for (int i = 0; i < n; i++) {
+		char t2[192];
+		plot_run_setting(&runs[i], b2, sizeof b2);
+		if (runs[i].peak_reserved && gib(runs[i].peak_reserved) > top)
+			snprintf(t2, sizeof t2, "%s (%s, off scale)", b2,
+				 cli_fmt_bytes(runs[i].peak_reserved, b3, sizeof b3));
+		else
+			snprintf(t2, sizeof t2, "%s", b2);
+		if (i)
+			fputs(", \\\n  ", gp);
+		gp_data(gp, f, "timeline.dat");
+		fprintf(gp, " index %d using 1:3 with steps lt %d lw 2.5 title ", i, i + 1);
+		gp_str(gp, t2);
+		fputs(", ", gp);
+		gp_data(gp, f, "timeline.dat");
+		fprintf(gp, " index %d using 1:2 with steps lt %d lw 1.5 dt 2 notitle", i, i + 1);
+	}
+	if (noom) {
+		fputs(", \\\n  ", gp);
+		gp_data(gp, f, "oom.dat");
+		fputs(" using 1:2 with points pt 2 ps 2.5 lw 3 lc rgb '#c00000' title 'first OOM'", gp);
+	}
+	plot_capacity_terms(gp, ncaps);
+	fputc('\n', gp);
+	return 0;
+}
+
+/* ------------------------------------------------------------ batch */
+
+struct bpoint { long batch; const struct plot_run *r; };
+
+static int cmp_bpoint(const void *a, const void *b)
+{
+	const struct bpoint *x = a, *y = b;
+	if (x->batch != y->batch)
+		return x->batch < y->batch ? -1 : 1;
+	return x->r->id < y->r->id ? -1 : x->r->id > y->r->id;
+}
+
+static int parse_batch(const char *s, long *out)
+{
+	char *end;
+	if (!s || !*s)
+		return -1;
+	long v = strtol(s, &end, 10);
+	if (*end || v <= 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int fig_batch(struct fig *f, const struct plot_run *runs, int n, char *err, size_t errlen)
+{
+	struct bpoint *pts = calloc((size_t)n, sizeof *pts);
+	const char **series = calloc((size_t)n, sizeof *series);
+	char (*names)[128] = calloc((size_t)n, sizeof *names);
+	int np = 0, ns = 0, ret = -1;
+	long batches[64];
+	int nb = 0;
+	const char *model = NULL;
+	FILE *d = NULL;
+	if (!pts || !series || !names) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		long b;
+		if (parse_batch(runs[i].batch, &b) < 0)
+			continue;
+		if (model && strcmp(model, runs[i].model)) {
+			snprintf(err, errlen, "peak against batch size compares one model; the "
+				 "selection holds '%s' and '%s': narrow it, e.g. --label model=%s",
+				 model, runs[i].model, model);
+			goto out;
+		}
+		model = runs[i].model;
+		pts[np].batch = b;
+		pts[np++].r = &runs[i];
+		int seen = 0;
+		for (int k = 0; k < nb; k++)
+			seen |= batches[k] == b;
+		if (!seen && nb < 64)
+			batches[nb++] = b;
+	}
+	if (!np) {
+		snprintf(err, errlen, "no selected run has a numeric 'batch' label (the trace's "
+			 "`L batch=N` line): nothing to plot against batch size");
+		goto out;
+	}
+	qsort(pts, (size_t)np, sizeof *pts, cmp_bpoint);
+	/* few distinct batches: insertion sort */
+	for (int i = 1; i < nb; i++)
+		for (int k = i; k > 0 && batches[k - 1] > batches[k]; k--) {
+			long t = batches[k];
+			batches[k] = batches[k - 1];
+			batches[k - 1] = t;
+		}
+	/* Series: each non-optimal setting, in the runs' order. */
+	for (int i = 0; i < n; i++) {
+		long b;
+		if (parse_batch(runs[i].batch, &b) < 0 || !strcmp(runs[i].policy, "optimal"))
+			continue;
+		plot_run_setting(&runs[i], names[ns], sizeof names[0]);
+		int seen = 0;
+		for (int k = 0; k < ns && !seen; k++)
+			seen = !strcmp(names[k], names[ns]);
+		if (!seen)
+			series[ns] = names[ns], ns++;
+	}
+	double live_top = 0, data_top = 0;
+	d = fig_file(f, "batch.dat", err, errlen);
+	if (!d)
+		goto out;
+	FILE *marks = fig_file(f, "nonmonotonic.dat", err, errlen);
+	if (!marks)
+		goto out;
+	FILE *ooms = fig_file(f, "oom.dat", err, errlen);
+	if (!ooms) {
+		fclose(marks);
+		goto out;
+	}
+	int nmarks = 0, nooms = 0;
+	double series_max[PLOT_MAX_FILES * 8] = {0};
+	fputs("# batch peak_reserved_GiB peak_allocated_GiB oom; one block per setting\n", d);
+	fputs("# batch peak_reserved_GiB: the peak fell while the batch grew\n", marks);
+	fputs("# batch peak_reserved_GiB: a simulated OOM at this batch\n", ooms);
+	for (int k = 0; k < ns; k++) {
+		double prev = -1;
+		char b2[128];
+		if (k)
+			fputs("\n\n", d);
+		fprintf(d, "# %s\n", series[k]);
+		for (int i = 0; i < np; i++) {
+			plot_run_setting(pts[i].r, b2, sizeof b2);
+			if (strcmp(b2, series[k]))
+				continue;
+			/* several runs at one batch (capacities): the latest counts */
+			if (i + 1 < np && pts[i + 1].batch == pts[i].batch) {
+				char b3[128];
+				if (!strcmp(plot_run_setting(pts[i + 1].r, b3, sizeof b3), b2))
+					continue;
+			}
+			double v = gib(pts[i].r->peak_reserved);
+			fprintf(d, "%ld %.6f %.6f %d\n", pts[i].batch, v,
+				gib(pts[i].r->peak_allocated), pts[i].r->oom);
+			if (prev >= 0 && v < prev - 1e-9 && ++nmarks)
+				fprintf(marks, "%ld %.6f\n", pts[i].batch, v);
+			if (pts[i].r->oom && ++nooms)
+				fprintf(ooms, "%ld %.6f\n", pts[i].batch, v);
+			prev = v;
+			if (k < (int)(sizeof series_max / sizeof series_max[0]) && v > series_max[k])
+				series_max[k] = v;
+			if (v > data_top)
+				data_top = v;
+			if (gib(pts[i].r->peak_allocated) > live_top)
+				live_top = gib(pts[i].r->peak_allocated);
+		}
+	}
+	if (!nmarks)
+		fputs("? ?\n", marks);
+	if (!nooms)
+		fputs("? ?\n", ooms);
+	int bad = fig_close_file(marks, "nonmonotonic.dat", err, errlen) < 0;
+	bad |= fig_close_file(ooms, "oom.dat", err, errlen) < 0;
+	if (bad)
+		goto out;
+	FILE *fl = fig_file(f, "floor.dat", err, errlen);
+	if (!fl)
+		goto out;
+	int from_opt_all = 1, any_floor = 0;
+	fputs("# batch floor_GiB (optimal policy's peak, else peak of live requests)\n", fl);
+	for (int i = 0; i < np; i++) {
+		if (i + 1 < np && pts[i + 1].batch == pts[i].batch)
+			continue;
+		int from_opt;
+		double v = gib(trace_floor(runs, n, pts[i].r->trace_crc32, &from_opt));
+		from_opt_all &= from_opt;
+		any_floor = 1;
+		fprintf(fl, "%ld %.6f\n", pts[i].batch, v);
+		if (v > live_top)
+			live_top = v;
+		if (v > data_top)
+			data_top = v;
+	}
+	if (fig_close_file(fl, "floor.dat", err, errlen) < 0)
+		goto out;
+
+	FILE *gp = f->gp;
+	int clipped, ncaps;
+	double vis = 0;
+	for (int k = 0; k < ns && k < (int)(sizeof series_max / sizeof series_max[0]); k++) {
+		double v = on_scale(series_max[k], live_top);
+		vis = v > vis ? v : vis;
+	}
+	double top = y_top(data_top, live_top, vis, &clipped);
+	top = capacity_lines(gp, runs, n, top, &ncaps);
+	char title[512];
+	snprintf(title, sizeof title, "Peak reserved memory against batch size, %s, per allocator "
+		 "setting\ncircled: the peak fell while the batch grew (non-monotonic)",
+		 *model ? model : "(no model label)");
+	fputs("set title ", gp);
+	gp_str(gp, title);
+	fputs("\nset xlabel 'batch size'\nset ylabel 'peak reserved (GiB)'\n", gp);
+	fprintf(gp, "set yrange [0:%.6f]\nset offsets graph 0.04, graph 0.04, 0, 0\n", top);
+	fputs("set xtics (", gp);
+	for (int i = 0; i < nb; i++)
+		fprintf(gp, "%s%ld", i ? ", " : "", batches[i]);
+	fputs(")\nset key outside right top vertical Left reverse font ',11' samplen 2.5\nplot ", gp);
+	for (int k = 0; k < ns; k++) {
+		char t2[192], b3[32];
+		if (k < (int)(sizeof series_max / sizeof series_max[0]) && series_max[k] > top)
+			snprintf(t2, sizeof t2, "%s (%s, off scale)", series[k],
+				 cli_fmt_bytes((uint64_t)(series_max[k] * GIB), b3, sizeof b3));
+		else
+			snprintf(t2, sizeof t2, "%s", series[k]);
+		if (k)
+			fputs(", \\\n  ", gp);
+		gp_data(gp, f, "batch.dat");
+		fprintf(gp, " index %d using 1:2 with linespoints lt %d title ", k, k + 1);
+		gp_str(gp, t2);
+	}
+	if (any_floor) {
+		fputs(ns ? ", \\\n  " : "", gp);
+		gp_data(gp, f, "floor.dat");
+		fprintf(gp, " using 1:2 with linespoints lc rgb '#000000' lw 2 dt 2 pt 5 title '%s'",
+			from_opt_all ? "floor (optimal policy)" : "floor (peak of live requests)");
+	}
+	if (nmarks) {
+		fputs(", \\\n  ", gp);
+		gp_data(gp, f, "nonmonotonic.dat");
+		fputs(" using 1:2 with points pt 6 ps 4 lw 3 lc rgb '#c00000' title 'non-monotonic'", gp);
+	}
+	if (nooms) {
+		fputs(", \\\n  ", gp);
+		gp_data(gp, f, "oom.dat");
+		fputs(" using 1:2 with points pt 2 ps 3 lw 3 lc rgb '#c00000' title 'simulated OOM'", gp);
+	}
+	plot_capacity_terms(gp, ncaps);
+	fputc('\n', gp);
+	ret = 0;
+out:
+	if (d && fig_close_file(d, "batch.dat", err, errlen) < 0)
+		ret = -1;
+	free(pts);
+	free(series);
+	free(names);
+	return ret;
+}
+
+/* ------------------------------------------------------------ fragmentation */
+
+static int fig_frag(struct fig *f, const struct plot_run *runs, int n, char *err, size_t errlen)
+{
+	const struct plot_run *traces[PLOT_MAX_FRAG_TRACES];
+	int nt = 0;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < nt; k++)
+			seen |= traces[k]->trace_crc32 == runs[i].trace_crc32;
+		if (seen)
+			continue;
+		if (nt == PLOT_MAX_FRAG_TRACES) {
+			snprintf(err, errlen, "the fragmentation figure groups at most %d traces; "
+				 "narrow the selection with --where or --label", PLOT_MAX_FRAG_TRACES);
+			return -1;
+		}
+		traces[nt++] = &runs[i];
+	}
+	/* Settings in the runs' order (optimal last, as a reference). */
+	char (*names)[128] = calloc((size_t)n, sizeof *names);
+	int ns = 0;
+	if (!names) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		plot_run_setting(&runs[i], names[ns], sizeof names[0]);
+		int seen = 0;
+		for (int k = 0; k < ns && !seen; k++)
+			seen = !strcmp(names[k], names[ns]);
+		if (!seen)
+			ns++;
+	}
+	/* optimal to the end: it is the reference, not a contender */
+	for (int k = 0; k < ns - 1; k++)
+		if (!strncmp(names[k], "optimal ", 8)) {
+			char t[128];
+			memcpy(t, names[k], sizeof t);
+			memmove(names[k], names[k + 1], (size_t)(ns - k - 1) * sizeof names[0]);
+			memcpy(names[ns - 1], t, sizeof t);
+			break;
+		}
+	FILE *d = fig_file(f, "frag.dat", err, errlen);
+	if (!d) {
+		free(names);
+		return -1;
+	}
+	fputs("# setting, then fragmentation (%) per trace: 1 - peak allocated / peak reserved\n", d);
+	for (int k = 0; k < ns; k++) {
+		fputc('"', d);
+		for (const char *p = names[k]; *p; p++)
+			fputc(*p == '"' ? '\'' : *p, d);
+		fputc('"', d);
+		for (int t = 0; t < nt; t++) {
+			const struct plot_run *hit = NULL;
+			char b[128];
+			for (int i = 0; i < n; i++)
+				if (runs[i].trace_crc32 == traces[t]->trace_crc32 &&
+				    !strcmp(plot_run_setting(&runs[i], b, sizeof b), names[k]))
+					hit = &runs[i]; /* the last capacity wins, as in the order */
+			if (hit)
+				fprintf(d, " %.4f", 100.0 * hit->fragmentation);
+			else
+				fputs(" ?", d);
+		}
+		fputc('\n', d);
+	}
+	free(names);
+	if (fig_close_file(d, "frag.dat", err, errlen) < 0)
+		return -1;
+	FILE *gp = f->gp;
+	fputs("set title \"Fragmentation at the peak per allocator setting: 1 - peak allocated / "
+	      "peak reserved\\nshare of the reserved peak not holding live blocks; lower is "
+	      "better\"\n", gp);
+	fputs("set ylabel 'fragmentation (% of peak reserved)'\nset yrange [0:105]\n"
+	      "set style data histograms\nset style histogram clustered gap 1\n"
+	      "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
+	      "set xtics rotate by 30 right nomirror\nset bmargin 11\n"
+	      "set key inside right top vertical\n", gp);
+	fputs("plot ", gp);
+	for (int t = 0; t < nt; t++) {
+		char b[128];
+		if (t)
+			fputs(", \\\n  ", gp);
+		gp_data(gp, f, "frag.dat");
+		if (t == 0)
+			fprintf(gp, " using %d:xtic(1) lt %d title ", t + 2, t + 1);
+		else
+			fprintf(gp, " using %d lt %d title ", t + 2, t + 1);
+		gp_str(gp, trace_title(traces[t], b, sizeof b));
+	}
+	fputc('\n', gp);
+	return 0;
+}
+
+/* ------------------------------------------------------------ comparison */
+
+/* Horizontal bars: settings read as plain text on the y axis at any length. */
+static int fig_compare(struct fig *f, const struct plot_run *runs, int n, char *err,
+		       size_t errlen)
+{
+	char b1[128], b2[64], b3[32];
+	if (need_one_trace(runs, n, "the policy comparison", err, errlen) < 0)
+		return -1;
+	int from_opt;
+	uint64_t floor_b = trace_floor(runs, n, runs[0].trace_crc32, &from_opt);
+	double floor_g = gib(floor_b), data_top = floor_g, live_top = floor_g, vis = floor_g;
+	uint64_t dmax = 0, dmin = UINT64_MAX;
+	int nb = 0;
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(runs[i].policy, "optimal"))
+			continue;
+		nb++;
+		if (gib(runs[i].peak_allocated) > live_top)
+			live_top = gib(runs[i].peak_allocated);
+	}
+	if (!nb) {
+		snprintf(err, errlen, "the selection holds only the optimal policy: nothing to compare");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(runs[i].policy, "optimal"))
+			continue;
+		double v = gib(runs[i].peak_reserved);
+		data_top = v > data_top ? v : data_top;
+		vis = on_scale(v, live_top) > vis ? v : vis;
+		dmax = runs[i].device_allocs > dmax ? runs[i].device_allocs : dmax;
+		dmin = runs[i].device_allocs < dmin ? runs[i].device_allocs : dmin;
+	}
+	int clipped;
+	double top = y_top(data_top, live_top, vis, &clipped);
+	/* the capacity, when it is worth a line (see the file comment) */
+	uint64_t cap = runs[0].capacity;
+	int show_cap = cap && gib(cap) < 2.0 * top / 1.1;
+	if (show_cap && gib(cap) * 1.08 > top)
+		top = gib(cap) * 1.08;
+	FILE *d = fig_file(f, "compare.dat", err, errlen);
+	if (!d)
+		return -1;
+	fputs("# y setting peak_reserved_GiB bar_end_GiB label_x label device_allocs colour\n", d);
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(runs[i].policy, "optimal"))
+			continue;
+		double v = gib(runs[i].peak_reserved);
+		int off = v > top;
+		plot_run_setting(&runs[i], b1, sizeof b1);
+		for (char *p = b1; *p; p++)
+			if (*p == '"')
+				*p = '\'';
+		snprintf(b2, sizeof b2, "%s%s%s", cli_fmt_bytes(runs[i].peak_reserved, b3, sizeof b3),
+			 off ? " (off scale)" : "", runs[i].oom ? " OOM" : "");
+		fprintf(d, "%d \"%s\" %.6f %.6f %.6f \"%s\" %" PRIu64 " %d\n", nb - 1 - k++, b1, v,
+			off ? top : v, off ? top * 0.45 : v, b2, runs[i].device_allocs,
+			runs[i].oom ? 0xe06060 : 0x6baed6);
+	}
+	if (fig_close_file(d, "compare.dat", err, errlen) < 0)
+		return -1;
+	FILE *gp = f->gp;
+	int logx = dmin > 0 && dmax / dmin >= 50;
+	char title[512];
+	snprintf(title, sizeof title, "Allocator settings compared, %s\nred: a simulated OOM; "
+		 "predicted step time is not stored yet", trace_title(&runs[0], b1, sizeof b1));
+	fputs("set multiplot title ", gp);
+	gp_str(gp, title);
+	fputs(" font ',14'\n", gp);
+	fprintf(gp, "set yrange [-0.6:%d.6]\nset style fill solid 0.9 border rgb '#333333'\n"
+		"unset grid\nset grid xtics lc rgb '#d8d8d8'\nset tmargin at screen 0.86\n"
+		"set bmargin at screen 0.1\nset ytics nomirror scale 0 font ',12'\nunset key\n", nb - 1);
+	fprintf(gp, "set lmargin at screen 0.3\nset rmargin at screen 0.64\n"
+		"set xrange [0:%.6f]\nset xlabel 'peak reserved (GiB)'\n", top);
+	fprintf(gp, "set title \"peak reserved (dashed: floor, %s %s%s)\"\n",
+		from_opt ? "optimal policy" : "peak of live requests",
+		cli_fmt_bytes(floor_b, b3, sizeof b3), show_cap ? ", red: capacity" : "");
+	fprintf(gp, "set arrow 1 from %.6f, graph 0 to %.6f, graph 1 nohead lw 2 dt 2 lc rgb '#000000' front\n",
+		floor_g, floor_g);
+	if (show_cap)
+		fprintf(gp, "set arrow 2 from %.6f, graph 0 to %.6f, graph 1 nohead lw 2.5 dt 3 "
+			"lc rgb '#c00000' front\n", gib(cap), gib(cap));
+	fputs("plot ", gp);
+	gp_data(gp, f, "compare.dat");
+	fputs(" using 3:1:(0):4:($1-0.35):($1+0.35):8:ytic(2) with boxxyerror lc rgb variable, \\\n  ", gp);
+	gp_data(gp, f, "compare.dat");
+	fputs(" using 5:1:6 with labels left offset 0.5,0 font ',11'\n", gp);
+	fputs("unset arrow\nset lmargin at screen 0.68\nset rmargin at screen 0.96\n"
+	      "set ytics format '' scale 0\n", gp);
+	fprintf(gp, "set title 'device allocations'\nset xlabel 'cudaMalloc + map calls%s'\n",
+		logx ? " (log scale)" : "");
+	if (logx)
+		fprintf(gp, "set logscale x\nset xrange [0.8:%.1f]\n", (double)dmax * 6);
+	else
+		fprintf(gp, "set xrange [0:%.1f]\n", (double)dmax * 1.25 + 1);
+	fputs("plot ", gp);
+	gp_data(gp, f, "compare.dat");
+	fprintf(gp, " using 7:1:(%s):7:($1-0.35):($1+0.35):8 with boxxyerror lc rgb variable, \\\n  ",
+		logx ? "0.8" : "0");
+	gp_data(gp, f, "compare.dat");
+	fputs(" using 7:1:(sprintf('%d', $7)) with labels left offset 0.5,0 font ',11'\n", gp);
+	fputs("unset multiplot\n", gp);
+	return 0;
+}
+
+/* ------------------------------------------------------------ entry */
+
+int plot_make(struct store *s, const struct plot_request *req, char *err, size_t errlen)
+{
+	struct plot_run *runs = NULL;
+	struct fig f;
+	int n, ret = -1, ok = 0, begun = 0;
+	if ((unsigned)req->kind >= PLOT_KIND_COUNT) {
+		snprintf(err, errlen, "unknown figure kind");
+		return -1;
+	}
+	if (plot_format_from_path(req->out) < 0) {
+		snprintf(err, errlen, "-o %s: the figure's name must end in .png or .svg", req->out);
+		return -1;
+	}
+	n = plot_load_runs(s, &req->sel, &runs, err, errlen);
+	if (n < 0)
+		return -1;
+	if (n == 0) {
+		snprintf(err, errlen, "no stored run matches the selection%s%s",
+			 req->sel.where ? " --where " : "", req->sel.where ? req->sel.where : "");
+		goto out;
+	}
+	if (!plot_gnuplot_available()) {
+		snprintf(err, errlen, "gnuplot not found (install gnuplot-nox, or set "
+			 "GPUMEMSIM_GNUPLOT to its path)");
+		goto out;
+	}
+	if (fig_begin(&f, req, err, errlen) < 0) {
+		if (f.gp)
+			fclose(f.gp);
+		f.gp = NULL;
+		begun = f.tmp_dir;
+		goto done;
+	}
+	begun = 1;
+	switch (req->kind) {
+	case PLOT_TIMELINE: ok = fig_timeline(s, &f, runs, n, err, errlen) == 0; break;
+	case PLOT_BATCH: ok = fig_batch(&f, runs, n, err, errlen) == 0; break;
+	case PLOT_FRAG: ok = fig_frag(&f, runs, n, err, errlen) == 0; break;
+	case PLOT_COMPARE: ok = fig_compare(&f, runs, n, err, errlen) == 0; break;
+	default: break;
+	}
+done:
+	if (begun) {
+		char e2[512];
+		if (fig_end(&f, req, ok, ok ? err : e2, ok ? errlen : sizeof e2) == 0 && ok)
+			ret = 0;
+	}
+out:
+	plot_runs_free(runs, n);
+	return ret;
+}
