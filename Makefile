@@ -96,6 +96,20 @@ import-truth: $(BIN)
 
 -include capture/cnn/cnn.mk
 
+# Render the report of REPORT_DB in headless Chromium and save a screenshot
+# to look at (apt-get install chromium).
+REPORT_DB  ?= results.db
+REPORT_DIR ?= $(BUILD)/report
+CHROMIUM   ?= chromium
+.PHONY: report-screenshot
+report-screenshot: $(BIN)
+	./$(BIN) report --db $(REPORT_DB) -o $(REPORT_DIR)
+	$(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync \
+	  --user-data-dir=$$(mktemp -d) --screenshot=$(abspath $(REPORT_DIR))/screenshot.png \
+	  --window-size=1400,2000 file://$(abspath $(REPORT_DIR))/report.html
+	@echo "screenshot: $(REPORT_DIR)/screenshot.png"
+
 clean:
 	rm -rf build build-asan build-fuzz
 

@@ -9,8 +9,9 @@
  *    last >= 256 MiB), each ordered by (size, address); FindChunkPtr takes the
  *    first chunk >= the request in the request's bin, then in larger bins.
  *    Because bins partition sizes in order, that is exactly the smallest
- *    (size, address) >= (request, 0) over all free chunks, which is what one
- *    ordered set gives here in O(log n) (the source walks each bin);
+ *    (size, address) >= (request, 0) over all free chunks, which the free
+ *    set here finds without walking bins (per exact size below 16 MiB,
+ *    through a bitmap; one ordered set above);
  *  - split when chunk >= 2 * request or chunk - request >= the internal
  *    fragmentation limit (fragmentation_fraction * limit, 128 MiB when 0);
  *    the request takes the low end, the tail goes back to a bin;
@@ -42,9 +43,10 @@
 #define BFC_MIB (1ull << 20)
 #define BFC_DEFAULT_FRAG (128ull << 20)
 #define BFC_UNKNOWN_CAPACITY (80ull << 30)  /* when neither trace nor CLI says */
+
 /*
  * A chunk: a piece of a region, live or free. Free chunks are also the nodes
- * of the free set, keyed by (size, ptr): BFC's bins in one ordered set.
+ * of the free set (struct sx_index below), keyed by (size, ptr).
  */
 struct bfc_chunk {
 	union { uint64_t k1, size; };

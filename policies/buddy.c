@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+
+
 /* A free block: a node of its order's set. */
 struct bd_node {
 	uint64_t k1, k2;        /* (address, 0) */

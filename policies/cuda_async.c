@@ -38,17 +38,18 @@
 #define CA_PAGE (2ull << 20)
 #define CA_VA_BYTES (1ull << 40)   /* the pool's virtual range: 1 TiB */
 #define CA_GLOBAL 0ull             /* availability class: every stream */
+
+
 /*
  * A segment of [base, top): a live block or a free range. Segments tile the
  * used part of the range in address order (prev/next), so a freed block
  * finds its neighbours without a lookup. A free range is a node of its
  * availability class's set (free to every stream, or to one stream until
- * the next synchronisation), keyed (size/256, offset/256) for best fit.
+ * the next synchronisation), keyed (size, offset) for best fit.
  */
 struct ca_seg {
-	uint64_t k1, k2;        /* set key, while free */
+	uint64_t k1, k2;        /* size / 256, (address - base) / 256 */
 	uint32_t l, r, p, pri;  /* set links, while free */
-	uint64_t start, size;
 	uint64_t cls;           /* availability class, while free */
 	uint32_t prev, next;    /* address neighbours, 0 = none; next: free-slot link */
 	uint32_t is_free;
@@ -57,12 +58,11 @@ struct ca_seg {
 /* ------------------------------------- intrusive ordered set (treap) */
 
 /*
- * The free ranges form a treap threaded through the segment array itself
- * (node i is segment i, 0 = none), keyed by (k1, k2) and linked to the
- * parent, so a range leaves the set by handle with no search and joining it
- * allocates nothing. Priorities are a hash of the key: the shape, like every
- * result, is the same on every run. Expected O(log n) search, O(1)
- * rotations.
+ * Treaps threaded through the segment array itself (node i is segment i,
+ * 0 = none), keyed by (k1, k2) and linked to the parent, so a range leaves
+ * its set by handle with no search and joining one allocates nothing.
+ * Priorities are a hash of the key: the shape, like every result, is the
+ * same on every run. Expected O(log n) search, O(1) rotations.
  */
 static uint32_t tr_prio(uint64_t a, uint64_t b)
 {
@@ -398,17 +398,17 @@ static void ca_range_add(struct ca_state *s, uint32_t h, uint64_t cls)
 	uint32_t pv = g->prev, nx = g->next;
 	if (pv && s->segs[pv].is_free && s->segs[pv].cls == cls) {
 		ca_set_erase(s, pv);
-		g->start = s->segs[pv].start;
-		g->size += s->segs[pv].size;
+		g->k2 = s->segs[pv].k2;
+		g->k1 += s->segs[pv].k1;
 		ca_drop_seg(s, pv);
 	}
 	if (nx && s->segs[nx].is_free && s->segs[nx].cls == cls) {
 		ca_set_erase(s, nx);
-		g->size += s->segs[nx].size;
+		g->k1 += s->segs[nx].k1;
 		ca_drop_seg(s, nx);
 	}
 	if (cls == CA_GLOBAL && !g->next) {
-		s->top = g->start;
+		s->top = s->base + g->k2 * CA_ROUND;
 		ca_drop_seg(s, h);
 		return;
 	}
@@ -418,8 +418,6 @@ static void ca_range_add(struct ca_state *s, uint32_t h, uint64_t cls)
 	g = &s->segs[h];
 	g->is_free = 1;
 	g->cls = cls;
-	g->k1 = g->size / CA_ROUND;
-	g->k2 = (g->start - s->base) / CA_ROUND;
 	sx_insert(s->segs, ix, h);
 }
 
@@ -566,7 +564,7 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		if (a + size > s->base + CA_VA_BYTES)
 			return POLICY_OOM;
 	} else {
-		a = s->segs[h].start;
+		a = s->base + s->segs[h].k2 * CA_ROUND;
 	}
 	if (ca_pages_cover(s, (a + size - 1 - s->base) / CA_PAGE) < 0)
 		return POLICY_OOM;
@@ -584,26 +582,28 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		h = ca_new_seg(s);
 		if (!h)
 			return POLICY_OOM;
-		s->segs[h] = (struct ca_seg){.start = a, .size = size, .prev = s->last};
+		s->segs[h] = (struct ca_seg){.k1 = size / CA_ROUND, .k2 = (a - s->base) / CA_ROUND,
+					     .prev = s->last};
 		if (s->last)
 			s->segs[s->last].next = h;
 		s->last = h;
 		s->top = a + size;
 	} else {
 		struct ca_seg *g = &s->segs[h];
-		uint64_t rsize = g->size;
+		uint64_t rsize = g->k1 * CA_ROUND;
 		cls = g->cls;
 		ca_set_erase(s, h);
-		g->size = size;
+		g->k1 = size / CA_ROUND;
 		if (rsize > size) {
 			uint32_t t = ca_new_seg(s);
 			g = &s->segs[h];     /* segs may have moved */
 			if (!t) {
-				g->size = rsize;
+				g->k1 = rsize / CA_ROUND;
 				ca_range_add(s, h, cls);
 				return POLICY_OOM;
 			}
-			s->segs[t] = (struct ca_seg){.start = a + size, .size = rsize - size,
+			s->segs[t] = (struct ca_seg){.k1 = (rsize - size) / CA_ROUND,
+						     .k2 = (a + size - s->base) / CA_ROUND,
 						     .prev = h, .next = g->next};
 			if (g->next)
 				s->segs[g->next].prev = t;
@@ -635,7 +635,7 @@ static void ca_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 	(void)block_bytes;
 	if (!u64map_del(&s->live, addr, &h))
 		return;
-	uint64_t size = s->segs[h].size;
+	uint64_t size = s->segs[h].k1 * CA_ROUND;
 	ca_use(s, addr, size, -1);
 	s->used -= size;
 	ca_range_add(s, (uint32_t)h, ca_cls(stream));

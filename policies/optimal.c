@@ -32,6 +32,8 @@
 #define OP_NEVER UINT32_MAX      /* a buffer the trace never frees */
 #define OP_GREEDY_MAX 2048       /* buffers (b) still handles quickly */
 #define OP_FREE_BIT 0x80000000u  /* event list: the entry is a free */
+
+
 /*
  * A node: in the planner, a segment of [0, top) (a placed buffer or a gap;
  * gaps are keyed (size, offset) for best fit); in the replay, a block served
@@ -252,7 +254,7 @@ static uint32_t sx_find(const struct op_node *n, const struct sx_index *x, uint6
 
 /* ------------------------------------------------------------ state */
 
-struct op_buf { uint64_t id, size, off; uint32_t start, end, dup; /* dup: id seen before */ };
+struct op_buf { uint64_t id, size, off; uint32_t start, end; };
 
 struct op_state {
 	struct sim_device *dev;
@@ -270,6 +272,7 @@ struct op_state {
 	struct op_node *nodes;         /* live_iv's nodes, slot 0 unused */
 	uint32_t nnodes, capnodes, free_nodes;
 	uint32_t live_iv;              /* root: blocks served from the arena, by offset */
+	struct u64map served;          /* offset -> node of live_iv */
 	uint32_t cursor;               /* the buffer the next request most likely is */
 	struct u64map fallback;        /* addr -> bytes of own device allocations */
 	uint64_t arena_live, misses;
@@ -333,7 +336,7 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 		s->capbufs = ncap;
 	}
 	uint32_t i = s->nbufs;
-	s->bufs[i] = (struct op_buf){m->id, m->bytes, 0, s->nevents, OP_NEVER, 0};
+	s->bufs[i] = (struct op_buf){m->id, m->bytes, 0, s->nevents, OP_NEVER};
 	if (u64map_put(&s->by_addr, m->addr, i) < 0 || op_push_event(s, i) < 0)
 		return -1;
 	if (s->ids_sorted && i && m->id <= s->bufs[i - 1].id) {
@@ -343,12 +346,9 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 				return -1;
 		s->ids_sorted = 0;
 	}
-	if (!s->ids_sorted) {
-		if (u64map_get(&s->by_id, m->id, &v))
-			s->bufs[i].dup = 1;
-		else if (u64map_put(&s->by_id, m->id, i) < 0)
-			return -1;
-	}
+	if (!s->ids_sorted && !u64map_get(&s->by_id, m->id, &v) &&
+	    u64map_put(&s->by_id, m->id, i) < 0)
+		return -1;
 	s->nbufs++;
 	s->live += m->bytes;
 	if (s->live > s->live_peak)
@@ -649,6 +649,11 @@ static int op_place(struct op_state *s, uint64_t off, uint64_t size)
 		}
 		x = ++s->nnodes;
 	}
+	if (u64map_put(&s->served, off, x) < 0) {
+		s->nodes[x].l = s->free_nodes;
+		s->free_nodes = x;
+		return 0;
+	}
 	s->nodes[x] = (struct op_node){.k1 = off, .p = par, .pri = tr_prio(off, 0), .size = size};
 	if (!par)
 		s->live_iv = x;
@@ -670,19 +675,17 @@ static int op_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 	if (req->bytes > (1ull << 50))
 		return POLICY_OOM;
 	if (s->planned && s->plan_bytes) {
-		/* requests come in trace order: the next buffer, unless the
-		 * replay diverged or the id repeats */
+		/* ids that only increase are unique: requests in trace order are
+		 * the buffer after the last one found */
 		uint32_t c = s->cursor;
-		if (c < s->nbufs && s->bufs[c].id == req->id && !s->bufs[c].dup) {
+		if (s->ids_sorted && c < s->nbufs && s->bufs[c].id == req->id) {
 			v = c;
 			known = 1;
 		} else {
 			known = op_find_buf(s, req->id, &v);
 		}
-		if (known && v >= c)
+		if (known)
 			s->cursor = v + 1;
-		else if (c < s->nbufs && s->bufs[c].id == req->id)
-			s->cursor = c + 1;
 	}
 	if (known && size <= op_round(s->bufs[v].size)) {
 		uint64_t off = s->bufs[v].off;
@@ -721,8 +724,8 @@ static void op_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 		return;
 	}
 	if (s->arena && addr >= s->arena && addr < s->arena + s->plan_bytes) {
-		uint32_t n = tr_lower_bound(s->nodes, s->live_iv, addr - s->arena, 0);
-		if (n && s->nodes[n].k1 == addr - s->arena) {
+		uint64_t n;
+		if (u64map_del(&s->served, addr - s->arena, &n)) {
 			s->arena_live -= s->nodes[n].size;
 			tr_erase(s->nodes, &s->live_iv, n);
 			s->nodes[n].l = s->free_nodes;
@@ -748,6 +751,7 @@ static int op_init(void *st, const char *conf, const struct policy_env *env,
 	u64map_init(&s->by_addr);
 	u64map_init(&s->by_id);
 	u64map_init(&s->fallback);
+	u64map_init(&s->served);
 	return 0;
 }
 
@@ -800,6 +804,7 @@ static void op_fini(void *st)
 	u64map_free(&s->by_addr);
 	u64map_free(&s->by_id);
 	u64map_free(&s->fallback);
+	u64map_free(&s->served);
 	memset(s, 0, sizeof *s);
 }
 

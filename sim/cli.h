@@ -27,6 +27,9 @@ int cmd_merge(int argc, char **argv);     /* merge -o OUT IN...: combine results
 int cmd_plot(int argc, char **argv);      /* plot KIND --db FILE -o FILE.png|.svg */
 int cmd_report(int argc, char **argv);    /* report --db FILE -o DIR: HTML + Markdown */
 int cmd_export(int argc, char **argv);    /* export perfetto RUN|TRACE -o FILE.json */
+int cmd_whatif(int argc, char **argv);    /* whatif batch --from T1 T2 --batch N -o TRACE */
+int cmd_maxbatch(int argc, char **argv);  /* maxbatch --from T1 T2 --policy P --capacity C */
+int cmd_explain(int argc, char **argv);   /* explain batch T1 T2 ...: why peak moves with batch */
 
 /* "1.50 GiB" style, into BUF. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);

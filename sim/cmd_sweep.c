@@ -653,6 +653,10 @@ int cmd_sweep(int argc, char **argv)
 		fprintf(stderr, "gpumemsim sweep: %s\n", err);
 		goto out;
 	}
+	if (store_relaxed_sync(st, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim sweep: %s\n", err);
+		goto out;
+	}
 	for (size_t i = 0; i < nshard; i++) {
 		int found;
 		if (store_run_key_exists(st, todo[i].key, &found, err, sizeof err) < 0) {

@@ -13,8 +13,8 @@
  *
  * Memory events happen on the host at their issue time and are the hot
  * path: they touch no heap and no malloc, only an open-addressing table
- * whose slots hold the live entries themselves (one probe, one cache line
- * per event) and a map of addresses whose free must be skipped (looked at
+ * whose slots hold the live entries themselves (one probe, rarely more than
+ * one cache miss, and the slot is prefetched a few records ahead) and a map of addresses whose free must be skipped (looked at
  * only while it is non-empty), so memory follows the live set, not the
  * trace length.
  *

@@ -26,6 +26,9 @@ static const struct command commands[] = {
 	{"export", cmd_export, "export a run's timeline for ui.perfetto.dev (export perfetto)"},
 	{"sweep", cmd_sweep, "run every combination of traces, policies, confs, capacities in parallel"},
 	{"merge", cmd_merge, "combine results databases (the shards of a sweep) into one"},
+	{"whatif", cmd_whatif, "synthesise a trace at another batch size from captures (whatif batch)"},
+	{"maxbatch", cmd_maxbatch, "largest batch whose simulated peak fits, and why the next fails"},
+	{"explain", cmd_explain, "why peak memory moves with batch size: a table of causes (explain batch)"},
 	{NULL, NULL, NULL},
 };
 

@@ -356,12 +356,12 @@ static void gp_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* Absolute path of one of the figure's data files, quoted for gnuplot. */
+/* One of the figure's data files, quoted for gnuplot; gnuplot runs in the
+ * figure's folder, so the script names no path and stays the same. */
 static void gp_data(FILE *gp, const struct fig *f, const char *name)
 {
-	char path[4200];
-	snprintf(path, sizeof path, "%s/%s", f->dir, name);
-	gp_str(gp, path);
+	(void)f;
+	gp_str(gp, name);
 }
 
 static int fig_begin(struct fig *f, const struct plot_request *req, char *err, size_t errlen)
@@ -392,7 +392,13 @@ static int fig_begin(struct fig *f, const struct plot_request *req, char *err, s
 		}
 		f->tmp_dir = 1;
 	}
-	snprintf(f->out_tmp, sizeof f->out_tmp, "%s.tmp.%ld", req->out, (long)getpid());
+	char cwd[4096] = "";
+	if (req->out[0] != '/' && !getcwd(cwd, sizeof cwd)) {
+		snprintf(err, errlen, "cannot tell the current folder: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(f->out_tmp, sizeof f->out_tmp, "%.4000s%s%.90s.tmp.%ld", cwd, *cwd ? "/" : "",
+		 req->out, (long)getpid());
 	f->gp = fig_file(f, "figure.gp", err, errlen);
 	if (!f->gp)
 		return -1;
@@ -403,9 +409,9 @@ static int fig_begin(struct fig *f, const struct plot_request *req, char *err, s
 	else
 		fputs("set terminal svg size 1200,700 font 'DejaVu Sans,13' noenhanced "
 		      "background rgb 'white'\n", f->gp);
-	fputs("set output ", f->gp);
-	gp_str(f->gp, f->out_tmp);
-	fputs("\nset encoding utf8\nset border lw 1.2\nset grid ytics lc rgb '#d8d8d8'\n"
+	/* the output goes on gnuplot's command line: the script stays the same
+	 * from run to run */
+	fputs("set encoding utf8\nset border lw 1.2\nset grid ytics lc rgb '#d8d8d8'\n"
 	      "set key noenhanced box lc rgb '#bbbbbb' opaque\nset datafile missing '?'\n", f->gp);
 	for (size_t i = 0; i < NPALETTE; i++)
 		fprintf(f->gp, "set linetype %zu lc rgb '%s' lw 2 pt 7 ps 1.2\n", i + 1, palette[i]);
@@ -413,11 +419,25 @@ static int fig_begin(struct fig *f, const struct plot_request *req, char *err, s
 	return 0;
 }
 
-static int run_gnuplot(const char *script, char *err, size_t errlen)
+static int run_gnuplot(const char *dir, const char *script, const char *out, char *err,
+		       size_t errlen)
 {
-	char *argv[] = {(char *)gnuplot_prog(), (char *)script, NULL};
+	char set_out[4400];
+	size_t k = 0;
+	k += (size_t)snprintf(set_out, sizeof set_out, "set output \"");
+	for (const char *p = out; *p && k + 4 < sizeof set_out; p++) {
+		if (*p == '"' || *p == '\\')
+			set_out[k++] = '\\';
+		set_out[k++] = *p;
+	}
+	snprintf(set_out + k, sizeof set_out - k, "\"");
+	char *argv[] = {(char *)gnuplot_prog(), "-e", set_out, "figure.gp", NULL};
+	posix_spawn_file_actions_t fa;
 	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addchdir_np(&fa, dir);
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot run %s: %s (install gnuplot, or set GPUMEMSIM_GNUPLOT)",
 			 argv[0], strerror(rc));
@@ -453,7 +473,7 @@ static int fig_end(struct fig *f, const struct plot_request *req, int ok, char *
 	}
 	if (!ok)
 		goto out;
-	if (run_gnuplot(script, err, errlen) < 0)
+	if (run_gnuplot(f->dir, script, f->out_tmp, err, errlen) < 0)
 		goto out;
 	if (stat(f->out_tmp, &sb) != 0 || sb.st_size == 0) {
 		snprintf(err, errlen, "gnuplot wrote no figure to %s", f->out_tmp);
@@ -802,11 +822,13 @@ static int fig_batch(struct fig *f, const struct plot_run *runs, int n, char *er
 			if (strcmp(b2, series[k]))
 				continue;
 			/* several runs at one batch (capacities): the latest counts */
-			if (i + 1 < np && pts[i + 1].batch == pts[i].batch) {
+			int later = 0;
+			for (int j = i + 1; j < np && pts[j].batch == pts[i].batch && !later; j++) {
 				char b3[128];
-				if (!strcmp(plot_run_setting(pts[i + 1].r, b3, sizeof b3), b2))
-					continue;
+				later = !strcmp(plot_run_setting(pts[j].r, b3, sizeof b3), b2);
 			}
+			if (later)
+				continue;
 			double v = gib(pts[i].r->peak_reserved);
 			fprintf(d, "%ld %.6f %.6f %d\n", pts[i].batch, v,
 				gib(pts[i].r->peak_allocated), pts[i].r->oom);

@@ -664,3 +664,11 @@ out:
 	sqlite3_exec(s->db, "DROP TABLE IF EXISTS temp.merge_plan", NULL, NULL, NULL);
 	return ret;
 }
+
+/* WAL with synchronous=NORMAL stays consistent through a crash or power
+ * loss; only the last commits may roll back, which a resumable sweep simply
+ * runs again. It saves an fsync per run. */
+int store_relaxed_sync(struct store *s, char *err, size_t errlen)
+{
+	return exec(s, "PRAGMA synchronous=NORMAL", err, errlen);
+}

@@ -62,6 +62,11 @@ struct store_merge_counts {
 int store_merge(struct store *s, const char *const *inputs, size_t ninputs,
 		struct store_merge_counts *c, char *err, size_t errlen);
 
+/* For bulk writers (sweep): no fsync per commit (PRAGMA synchronous=NORMAL
+ * under WAL). The database stays consistent after a crash or power loss;
+ * the last few runs may be lost, never half-stored. -1 with ERR. */
+int store_relaxed_sync(struct store *s, char *err, size_t errlen);
+
 void store_close(struct store *s);
 
 #endif /* SIM_STORE_H */

@@ -764,6 +764,18 @@ static int drain(struct slot *s)
 	}
 }
 
+/* Start workers until -j run or no job is left (none once stopped). */
+static int fill(struct pool *p, int jobsn, char *err, size_t errlen)
+{
+	while (!stop_signal && p->next < p->njobs && p->nactive < (size_t)jobsn) {
+		if (spawn(p) < 0) {
+			snprintf(err, errlen, "cannot start a sweep worker: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* See sweep.h. The only blocking call is poll, which a signal interrupts. */
 int sweep_execute(const struct sweep_job *jobs, size_t njobs, struct store *st,
 		  const struct sweep_exec_opts *o, struct sweep_counts *c, char *err,
@@ -801,13 +813,8 @@ int sweep_execute(const struct sweep_job *jobs, size_t njobs, struct store *st,
 	draw_bar(&p, 1);
 
 	for (;;) {
-		while (!stop_signal && p.next < njobs && p.nactive < (size_t)jobsn) {
-			if (spawn(&p) < 0) {
-				snprintf(err, errlen, "cannot start a sweep worker: %s",
-					 strerror(errno));
-				goto fail;
-			}
-		}
+		if (fill(&p, jobsn, err, errlen) < 0)
+			goto fail;
 		if (stop_signal || !p.nactive)
 			break;
 		for (size_t i = 0; i < p.nactive; i++) {
@@ -832,6 +839,9 @@ int sweep_execute(const struct sweep_job *jobs, size_t njobs, struct store *st,
 			if (d)
 				reap(&p, i);
 		}
+		/* workers first: they simulate while the parent commits */
+		if (fill(&p, jobsn, err, errlen) < 0)
+			goto fail;
 		if (commit_ready(&p, err, errlen) < 0)
 			goto fail;
 		draw_bar(&p, 0);

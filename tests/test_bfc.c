@@ -142,6 +142,42 @@ Test(bfc, best_fit_across_bins_and_merge)
 	close_bfc(&f);
 }
 
+/* Free chunks below 16 MiB are kept per exact size, larger ones in one
+ * ordered set: best fit must cross that boundary and, among equal sizes,
+ * take the lowest address. */
+Test(bfc, best_fit_across_the_exact_size_boundary)
+{
+	struct fx f = open_bfc("memory_limit:1GiB");
+	struct alloc_result a = get(&f, 16 * MIB - 256), s1 = get(&f, 1000);
+	struct alloc_result b = get(&f, 16 * MIB), s2 = get(&f, 1000);
+	struct alloc_result c = get(&f, 16 * MIB + 256), s3 = get(&f, 1000);
+	struct alloc_result d = get(&f, 8 * MIB), s4 = get(&f, 1000);
+	struct alloc_result e = get(&f, 8 * MIB), s5 = get(&f, 1000);
+	struct alloc_result *freed[] = {&e, &c, &a, &d, &b};
+	for (int i = 0; i < 5; i++)
+		policy_bfc.free(f.st, freed[i]->addr, freed[i]->block_bytes, 0);
+	cr_assert_eq(stat_of(&f, "free_chunks"), 6, "five holes and the tail");
+	struct alloc_result g = get(&f, 8 * MIB);
+	cr_assert_eq(g.addr, d.addr, "equal sizes: the lowest address");
+	g = get(&f, 8 * MIB - 100);
+	cr_assert_eq(g.addr, e.addr);
+	g = get(&f, 16 * MIB - 300);
+	cr_assert_eq(g.addr, a.addr, "the exact size below 16 MiB");
+	g = get(&f, 16 * MIB - 300);
+	cr_assert_eq(g.addr, b.addr, "none left below 16 MiB: the next size up");
+	cr_assert_eq(g.block_bytes, 16 * MIB, "< 2x and a small leftover: no split");
+	g = get(&f, 16 * MIB + 1);
+	cr_assert_eq(g.addr, c.addr);
+	cr_assert_eq(g.block_bytes, 16 * MIB + 256);
+	cr_assert_eq(stat_of(&f, "free_chunks"), 1);
+	struct alloc_result *spacers[] = {&s1, &s2, &s3, &s4, &s5};
+	for (int i = 0; i < 5; i++)
+		policy_bfc.free(f.st, spacers[i]->addr, spacers[i]->block_bytes, 0);
+	cr_assert_eq(stat_of(&f, "largest_free_block"), 1024 * MIB - 64 * MIB - 4096,
+		     "the tail after the live blocks, merged with the last spacer");
+	close_bfc(&f);
+}
+
 Test(bfc, garbage_collection_frees_idle_regions)
 {
 	struct fx f = open_bfc("allow_growth:true,memory_limit:10MiB,garbage_collection:true");

@@ -80,6 +80,30 @@ Test(cuda_async, reuse_follows_stream_order)
 	close_pool(&f);
 }
 
+/* Free ranges below 16 MiB are kept per exact size, larger ones in one
+ * ordered set, per availability class: best fit crosses that boundary
+ * inside a stream's own ranges, and a sync hands them to every stream. */
+Test(cuda_async, best_fit_per_stream_across_the_size_boundary)
+{
+	struct fx f = open_pool("release_threshold:1GiB");
+	struct alloc_result a = get(&f, 16 * MIB - 256, 1), s1 = get(&f, 1000, 1);
+	struct alloc_result c = get(&f, 16 * MIB + 256, 1), s2 = get(&f, 1000, 1);
+	P.free(f.st, a.addr, a.block_bytes, 1);
+	P.free(f.st, c.addr, c.block_bytes, 1);
+	struct alloc_result x = get(&f, 16 * MIB, 1);
+	cr_assert_eq(x.addr, c.addr, "the only own range that fits");
+	cr_assert_eq(x.block_bytes, 16 * MIB);
+	struct alloc_result y = get(&f, 16 * MIB - 256, 2);
+	cr_assert_gt(y.addr, s2.addr, "stream 1's ranges wait for a sync: from the top");
+	P.control(f.st, POLICY_CTL_SYNC, 0);
+	struct alloc_result z = get(&f, 16 * MIB - 256, 2);
+	cr_assert_eq(z.addr, a.addr, "after the sync: the exact fit");
+	struct alloc_result *all[] = {&s1, &s2, &x, &y, &z};
+	for (int i = 0; i < 5; i++)
+		P.free(f.st, all[i]->addr, all[i]->block_bytes, 2);
+	close_pool(&f);
+}
+
 Test(cuda_async, small_blocks_share_a_page)
 {
 	struct fx f = open_pool("");

@@ -8,6 +8,12 @@
  * buffer ends with '\n', which no digit loop accepts, so the field parsers
  * need no length checks and the hot 'a'/'f' path is a few compares per byte.
  *
+ * Gzip input is inflated by a helper thread a few chunks ahead (inflate
+ * costs about as much as parsing, so the two overlap on two cores). The
+ * chunks are the same bytes in the same order whatever the threads' timing,
+ * and their CRCs are combined in order, so results never depend on it. Only
+ * that thread touches the gzFile while it runs; rewind and close stop it.
+ *
  * Every error is sticky: once a call fails, later calls return the same
  * status, and trace_reader_error() says "FILE:LINE: what is wrong".
  */
@@ -15,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +36,29 @@
 #define RD_GZ_BUF (256u << 10)
 #define RD_ERR_LEN 1024
 #define RD_SLACK 32   /* bytes after the buffer that scans may read */
+/* Inflated chunks in flight between the gzip thread and the parser. */
+#define RD_ZCHUNK (1u << 20)
+#define RD_ZNCHUNK 3
+
+/* One gzread's worth: data, or the end of the stream, or an error. */
+struct rd_zchunk {
+	char *data;
+	size_t n, off;       /* bytes inflated; bytes the parser has taken */
+	uint32_t crc;        /* CRC-32 of data[0, n) */
+	int end;             /* 0 data, 1 end of stream, -1 read error */
+	int cut;             /* end: the gzip stream stops mid-way */
+	char msg[256];       /* error: gzerror's or strerror's text */
+};
+
+struct rd_inflater {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;   /* a chunk was filled, or one was freed, or stop */
+	struct rd_zchunk c[RD_ZNCHUNK];
+	unsigned head, count;
+	int stop;
+	gzFile gz;
+};
 
 struct trace_reader {
 	char *path;
@@ -60,6 +90,9 @@ struct trace_reader {
 	struct trace_header hdr;
 	size_t label_cap;
 	struct trace_trailer trailer;
+	int direct_known;    /* whether the input is gzip has been looked at */
+	int use_thread;      /* gzip: inflate in a helper thread */
+	struct rd_inflater *zt; /* that thread while it runs, else NULL */
 	char err[RD_ERR_LEN];
 };
 
@@ -114,7 +147,139 @@ static int rd_bad(struct trace_reader *r, char tag, const char *name, const char
 
 /* ------------------------------------------------------------ lines */
 
-/* Refill the buffer from gzread; keeps crc32/length of the text read. */
+/* ------------------------------------------------------------ gzip thread */
+
+static void *rd_zmain(void *arg)
+{
+	struct rd_inflater *z = arg;
+	for (;;) {
+		pthread_mutex_lock(&z->mu);
+		while (z->count == RD_ZNCHUNK && !z->stop)
+			pthread_cond_wait(&z->cv, &z->mu);
+		int stop = z->stop;
+		struct rd_zchunk *c = &z->c[(z->head + z->count) % RD_ZNCHUNK];
+		pthread_mutex_unlock(&z->mu);
+		if (stop)
+			return NULL;
+		errno = 0;
+		int n = gzread(z->gz, c->data, RD_ZCHUNK);
+		c->off = 0;
+		c->n = n > 0 ? (size_t)n : 0;
+		c->end = n > 0 ? 0 : n == 0 ? 1 : -1;
+		c->cut = 0;
+		if (n < 0) {
+			int errnum = 0;
+			const char *m = gzerror(z->gz, &errnum);
+			snprintf(c->msg, sizeof c->msg, "%s", errnum == Z_ERRNO ? strerror(errno) : m);
+		} else if (n == 0) {
+			int errnum = 0;
+			gzerror(z->gz, &errnum);
+			c->cut = (errnum == Z_BUF_ERROR);
+		} else {
+			c->crc = (uint32_t)crc32(0L, (const Bytef *)c->data, (uInt)n);
+		}
+		pthread_mutex_lock(&z->mu);
+		z->count++;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->mu);
+		if (n <= 0)
+			return NULL;
+	}
+}
+
+static void rd_zfree(struct rd_inflater *z)
+{
+	for (int i = 0; i < RD_ZNCHUNK; i++)
+		free(z->c[i].data);
+	free(z);
+}
+
+/* Start inflating ahead; NULL (and reading stays on this thread) when
+ * memory or a thread is not to be had. */
+static struct rd_inflater *rd_zstart(gzFile gz)
+{
+	struct rd_inflater *z = calloc(1, sizeof *z);
+	if (!z)
+		return NULL;
+	z->gz = gz;
+	for (int i = 0; i < RD_ZNCHUNK; i++) {
+		z->c[i].data = malloc(RD_ZCHUNK);
+		if (!z->c[i].data)
+			goto fail;
+	}
+	if (pthread_mutex_init(&z->mu, NULL) != 0)
+		goto fail;
+	if (pthread_cond_init(&z->cv, NULL) != 0) {
+		pthread_mutex_destroy(&z->mu);
+		goto fail;
+	}
+	if (pthread_create(&z->th, NULL, rd_zmain, z) != 0) {
+		pthread_cond_destroy(&z->cv);
+		pthread_mutex_destroy(&z->mu);
+		goto fail;
+	}
+	return z;
+fail:
+	rd_zfree(z);
+	return NULL;
+}
+
+/* Stop the thread and free it; the gzFile is this thread's again. */
+static void rd_zstop(struct trace_reader *r)
+{
+	struct rd_inflater *z = r->zt;
+	if (!z)
+		return;
+	pthread_mutex_lock(&z->mu);
+	z->stop = 1;
+	pthread_cond_broadcast(&z->cv);
+	pthread_mutex_unlock(&z->mu);
+	pthread_join(z->th, NULL);
+	pthread_cond_destroy(&z->cv);
+	pthread_mutex_destroy(&z->mu);
+	rd_zfree(z);
+	r->zt = NULL;
+}
+
+/* Like gzread into DST (at most ROOM bytes), from the thread's chunks:
+ * bytes, 0 at the end (cut set as gzread's caller would see it), or -1
+ * with the message in MSG. */
+static int rd_zread(struct rd_inflater *z, char *dst, size_t room, uint32_t *crc,
+		    uint64_t *bytes, int count_crc, int *cut, char *msg, size_t msglen)
+{
+	pthread_mutex_lock(&z->mu);
+	while (z->count == 0)
+		pthread_cond_wait(&z->cv, &z->mu);
+	struct rd_zchunk *c = &z->c[z->head];
+	pthread_mutex_unlock(&z->mu);
+	if (c->end) {
+		/* terminal: stays at the head, so later calls see it again */
+		*cut = c->cut;
+		if (c->end < 0)
+			snprintf(msg, msglen, "%s", c->msg);
+		return c->end < 0 ? -1 : 0;
+	}
+	if (c->off == 0 && count_crc) {
+		*crc = (uint32_t)crc32_combine(*crc, c->crc, (z_off_t)c->n);
+		*bytes += c->n;
+	}
+	size_t k = c->n - c->off < room ? c->n - c->off : room;
+	memcpy(dst, c->data + c->off, k);
+	c->off += k;
+	if (c->off == c->n) {
+		pthread_mutex_lock(&z->mu);
+		z->head = (z->head + 1) % RD_ZNCHUNK;
+		z->count--;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->mu);
+	}
+	return (int)k;
+}
+
+/* ------------------------------------------------------------ lines */
+
+/* Refill the buffer: straight from gzread for plain text, from the gzip
+ * thread's chunks otherwise; keeps crc32/length of the text read. */
 static int rd_fill(struct trace_reader *r)
 {
 	if (r->pos > 0) {
@@ -123,6 +288,28 @@ static int rd_fill(struct trace_reader *r)
 		r->pos = 0;
 	}
 	size_t room = RD_BUF_SIZE - r->len;
+	if (!r->direct_known) {
+		r->direct_known = 1;
+		r->use_thread = !gzdirect(r->gz);
+	}
+	if (r->use_thread && !r->zt && !r->eof)
+		r->zt = rd_zstart(r->gz);
+	if (r->zt) {
+		char msg[256] = "";
+		int cut = 0;
+		int n = rd_zread(r->zt, r->buf + r->len, room, &r->crc, &r->bytes,
+				 !r->crc_done, &cut, msg, sizeof msg);
+		if (n < 0)
+			return rd_fail_at(r, TRACE_ERR_IO, r->lineno + 1, "read error: %s", msg);
+		if (n == 0) {
+			r->eof = 1;
+			r->gz_cut = cut;
+			rd_zstop(r);
+			return 0;
+		}
+		r->len += (size_t)n;
+		return 0;
+	}
 	int n = gzread(r->gz, r->buf + r->len, (unsigned)room);
 	if (n < 0) {
 		int errnum = 0;
@@ -1046,6 +1233,7 @@ int trace_reader_rewind(struct trace_reader *r)
 {
 	if (!r->gz || !r->head_done)
 		return r->status < 0 ? r->status : TRACE_ERR_IO;
+	rd_zstop(r);
 	r->status = 0;
 	r->err[0] = '\0';
 	gzclearerr(r->gz);
@@ -1077,6 +1265,7 @@ void trace_reader_close(struct trace_reader *r)
 {
 	if (!r)
 		return;
+	rd_zstop(r);
 	if (r->gz)
 		gzclose(r->gz);
 	for (uint32_t i = 0; i < r->nstrs; i++)

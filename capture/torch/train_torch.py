@@ -153,7 +153,9 @@ def run_capture(args):
         flush=True)
     step_s, oom = train(args, nvtx=True)
     info = {"model": args.model, "batch": args.batch, "img": args.img,
-            "conf": "no_caching", "oom": oom, "warmup": args.warmup,
+            "conf": "no_caching" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
+            else (os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "default"),
+            "oom": oom, "warmup": args.warmup,
             "step_s": step_s, "mean_step_s": mean_after_warmup(step_s, args.warmup),
             "nvtx": nvtx_kind}
     info.update(versions())

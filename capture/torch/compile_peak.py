@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""compile_peak.py: peak memory of eager vs torch.compile training steps.
+
+Ground truth for operator fusion: for each batch size, a fresh torchvision
+model (SGD momentum 0.9, random 224x224 images, caching allocator on) runs
+--warmup steps (for the compiled model these include compilation), then the
+peak statistics are reset and --steps more steps are measured:
+torch.cuda.max_memory_allocated / max_memory_reserved and
+memory_stats()['requested_bytes.all.peak']. Eager first, then compiled,
+each after empty_cache() so the other's cached segments do not count.
+
+Writes one json (rewritten after each measurement, so a run cut short by a
+time limit keeps what it measured):
+  {"model", "img", "torch", "gpu", "cudnn", "runs": [{"batch", "mode",
+   "peak_allocated", "peak_reserved", "peak_requested", "step_s",
+   "warmup_s", "error"?}]}
+
+usage: python3 compile_peak.py --model resnet18 --batch 32 64 --json out.json
+"""
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+
+import torch
+import torchvision
+
+
+def step(model, opt, loss_fn, batch, img, classes, dev):
+    x = torch.randn(batch, 3, img, img, device=dev)
+    y = torch.randint(0, classes, (batch,), device=dev)
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    return float(loss.detach())
+
+
+def measure(args, batch, mode, dev):
+    """One (batch, mode) measurement; returns a dict for runs[]."""
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, args.model)(num_classes=args.classes).to(dev)
+    model.train()
+    run_model = torch.compile(model, dynamic=False) if mode == "compile" else model
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    rec = {"batch": batch, "mode": mode}
+    t0 = time.perf_counter()
+    for _ in range(args.warmup):
+        step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+    torch.cuda.synchronize()
+    rec["warmup_s"] = time.perf_counter() - t0
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(args.steps):
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        rec["loss"] = step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t1)
+    stats = torch.cuda.memory_stats()
+    rec["peak_allocated"] = torch.cuda.max_memory_allocated()
+    rec["peak_reserved"] = torch.cuda.max_memory_reserved()
+    rec["peak_requested"] = stats.get("requested_bytes.all.peak", 0)
+    rec["step_s"] = times
+    del run_model, model, opt
+    gc.collect()
+    torch.cuda.empty_cache()
+    return rec
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="resnet18")
+    p.add_argument("--batch", type=int, nargs="+", default=[32, 64])
+    p.add_argument("--img", type=int, default=224)
+    p.add_argument("--classes", type=int, default=1000)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--modes", nargs="+", default=["eager", "compile"],
+                   choices=["eager", "compile"])
+    p.add_argument("--json", required=True)
+    args = p.parse_args()
+    if not hasattr(torchvision.models, args.model):
+        p.error("unknown torchvision model %s" % args.model)
+    if not torch.cuda.is_available():
+        print("compile_peak: no CUDA device", file=sys.stderr)
+        return 1
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    out = {"model": args.model, "img": args.img, "warmup": args.warmup,
+           "steps": args.steps, "torch": torch.__version__,
+           "cudnn": torch.backends.cudnn.version(),
+           "gpu": torch.cuda.get_device_name(0), "runs": []}
+    rc = 0
+    for batch in args.batch:
+        for mode in args.modes:
+            try:
+                rec = measure(args, batch, mode, dev)
+            except Exception as e:  # keep the other measurements
+                rec = {"batch": batch, "mode": mode,
+                       "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
+                rc = 1
+            out["runs"].append(rec)
+            write_json(args.json, out)
+            print("compile_peak: %s b%d %s: %s" % (
+                args.model, batch, mode,
+                rec.get("error") or "peak allocated %d reserved %d (warm-up %.1f s, step %.1f ms)" % (
+                    rec["peak_allocated"], rec["peak_reserved"], rec["warmup_s"],
+                    1e3 * sorted(rec["step_s"])[len(rec["step_s"]) // 2])), flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

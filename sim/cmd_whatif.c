@@ -1,0 +1,195 @@
+/*
+ * cmd_whatif.c: `gpumemsim whatif batch --from T1 T2 [T3...] --batch N -o TRACE`:
+ * synthesise the trace of a workload at a batch size that was not captured,
+ * from captures at other batch sizes (traces/batch_fit.h does the work).
+ *
+ * The fit quality goes to stderr (or, with --json, one object to stdout) so
+ * the user sees how far to trust the synthesised trace: how many sites were
+ * constant, linear, non-linear (interpolated), unaligned, and how far the
+ * batch lies outside the fitted range.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../traces/batch_fit.h"
+#include "cli.h"
+#include "cmd_whatif.h"
+#include "json.h"
+
+#define MAX_FROM 32
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: gpumemsim whatif batch --from T1 T2 [T3...] --batch N -o TRACE [options]\n\n"
+		"Align captures of one workload at different batch sizes (labels 'batch=N'),\n"
+		"fit each allocation's size and each kernel's duration against the batch size\n"
+		"and write the trace at batch N, built on the capture nearest to N.\n\n"
+		"  --from T1 T2 ...     two or more captures (distinct batch sizes)\n"
+		"  --batch N            the batch size to synthesise\n"
+		"  -o TRACE             output trace (.gz compresses); written atomically\n"
+		"  --allow-misaligned   when the captures do not align event for event, align\n"
+		"                       the common start and end and copy the rest from the\n"
+		"                       nearest capture (reported as unaligned sites)\n"
+		"  --json               the fit report as one JSON object on stdout\n\n"
+		"Exit status: 0 ok, 1 failure (misaligned captures: the message names the\n"
+		"site; bad trace: file:line), 2 usage.\n");
+}
+
+/* Print the fit report (text on F, or JSON on stdout). Shared with maxbatch. */
+void whatif_print_report(const struct bf_report *r, uint64_t batch, int json, FILE *f)
+{
+	double lo = (double)r->lo_batch, hi = (double)r->hi_batch;
+	double extra = batch < r->lo_batch ? (lo - (double)batch) / lo :
+		       batch > r->hi_batch ? ((double)batch - hi) / hi : 0;
+	if (json) {
+		struct json j;
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_kv_u64(&j, "batch", batch);
+		json_kv_u64(&j, "captures", r->ntraces);
+		json_kv_u64(&j, "fitted_lo", r->lo_batch);
+		json_kv_u64(&j, "fitted_hi", r->hi_batch);
+		json_kv_double(&j, "extrapolation", extra);
+		json_kv_u64(&j, "sites", r->nsites);
+		json_kv_u64(&j, "constant", r->nconst);
+		json_kv_u64(&j, "linear", r->nlinear);
+		json_kv_u64(&j, "nonlinear", r->nnonlinear);
+		json_kv_u64(&j, "unaligned", r->nunaligned);
+		json_kv_u64(&j, "workspace_like", r->nworkspace);
+		json_kv_double(&j, "min_r2", r->min_r2);
+		json_kv_double(&j, "max_rel_residual", r->max_rel_resid);
+		json_kv_bool(&j, "kernels_fitted", r->kernels_aligned);
+		json_kv_u64(&j, "kernels", r->nkernels);
+		json_kv_u64(&j, "aligned_events", r->aligned_prefix);
+		json_kv_u64(&j, "events", r->aligned_suffix);
+		json_kv_string(&j, "misalignment", r->misalign);
+		json_end_object(&j);
+		fputc('\n', stdout);
+		return;
+	}
+	fprintf(f, "fit: %zu captures, batch %" PRIu64 "..%" PRIu64 "; %zu sites: %zu constant, %zu "
+		   "linear, %zu non-linear (interpolated), %zu unaligned (copied)\n",
+		r->ntraces, r->lo_batch, r->hi_batch, r->nsites, r->nconst, r->nlinear,
+		r->nnonlinear, r->nunaligned);
+	fprintf(f, "fit: linear sites: min R^2 %.6f (3+ captures), max residual %.4f%% of size "
+		   "(site %zu); %zu workspace-like sites\n",
+		r->min_r2, 100 * r->max_rel_resid, r->worst_site, r->nworkspace);
+	fprintf(f, "fit: kernels: %zu, durations %s\n", r->nkernels,
+		r->kernels_aligned ? "fitted per kernel" :
+		r->nkernels ? "copied from the nearest capture (sequences differ)" : "-");
+	if (r->misalign[0])
+		fprintf(f, "fit: warning: not aligned: %s; %zu of %zu memory events "
+			   "aligned\n", r->misalign, r->aligned_prefix, r->aligned_suffix);
+	if (r->ntraces == 2)
+		fprintf(f, "fit: note: two captures fit every site exactly; a third checks linearity\n");
+	if (extra > 0)
+		fprintf(f, "fit: warning: batch %" PRIu64 " is outside the fitted range %" PRIu64 "..%"
+			   PRIu64 " (%.0f%% beyond): extrapolated\n", batch, r->lo_batch, r->hi_batch,
+			100 * extra);
+}
+
+/* Load every capture; 0 or -1 (message printed). Shared with maxbatch. */
+int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t)
+{
+	char err[1024];
+	for (size_t i = 0; i < n; i++) {
+		if (bf_load(paths[i], &t[i], err, sizeof err) < 0) {
+			fprintf(stderr, "gpumemsim %s: %s\n", cmd, err);
+			for (size_t k = 0; k < i; k++)
+				bf_free(t[k]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* whatif batch: exit codes as cli.h says. */
+int cmd_whatif(int argc, char **argv)
+{
+	char *from[MAX_FROM];
+	size_t nfrom = 0;
+	const char *outp = NULL;
+	uint64_t batch = 0;
+	int json = 0, allow = 0, ret = 1;
+	struct bf_trace *t[MAX_FROM];
+	struct bf_model *m = NULL;
+	char err[1536];
+
+	for (int i = 1; i < argc; i++)
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			return 0;
+		}
+	if (argc < 2 || strcmp(argv[1], "batch")) {
+		fprintf(stderr, "gpumemsim whatif: expected 'batch' (the only what-if so far)\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (int i = 2; i < argc; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "--from")) {
+			while (i + 1 < argc && argv[i + 1][0] != '-') {
+				if (nfrom == MAX_FROM) {
+					fprintf(stderr, "gpumemsim whatif: at most %d captures\n", MAX_FROM);
+					return EXIT_USAGE;
+				}
+				from[nfrom++] = argv[++i];
+			}
+		} else if (!strcmp(o, "--batch") || !strcmp(o, "-o")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
+				return EXIT_USAGE;
+			}
+			const char *v = argv[++i];
+			if (!strcmp(o, "-o")) {
+				outp = v;
+			} else {
+				char *end;
+				unsigned long long b = strtoull(v, &end, 10);
+				if (*end || !*v || v[0] == '-' || b == 0 || b > 1000000000ull) {
+					fprintf(stderr, "gpumemsim whatif: --batch '%s': expected a positive "
+						"integer\n", v);
+					return EXIT_USAGE;
+				}
+				batch = b;
+			}
+		} else if (!strcmp(o, "--json")) {
+			json = 1;
+		} else if (!strcmp(o, "--allow-misaligned")) {
+			allow = 1;
+		} else {
+			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
+			return EXIT_USAGE;
+		}
+	}
+	if (nfrom < 2 || !batch || !outp) {
+		fprintf(stderr, "gpumemsim whatif batch: %s\n",
+			nfrom < 2 ? "--from needs two or more captures" :
+			!batch ? "missing --batch N" : "missing -o TRACE");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (whatif_load("whatif", from, nfrom, t) < 0)
+		return 1;
+	struct bf_options opt = {.allow_misaligned = allow};
+	if (bf_fit(t, nfrom, &opt, &m, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim whatif: %s\n", err);
+		goto out;
+	}
+	if (bf_synth(m, batch, outp, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim whatif: %s\n", err);
+		goto out;
+	}
+	whatif_print_report(bf_model_report(m), batch, json, stderr);
+	if (!json)
+		fprintf(stderr, "wrote %s (batch %" PRIu64 ")\n", outp, batch);
+	ret = 0;
+out:
+	bf_model_free(m);
+	for (size_t i = 0; i < nfrom; i++)
+		bf_free(t[i]);
+	return ret;
+}

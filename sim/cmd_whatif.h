@@ -1,0 +1,20 @@
+/*
+ * cmd_whatif.h: what the batch what-if commands (whatif, maxbatch, explain)
+ * share: loading the captures and printing the fit report.
+ */
+#ifndef SIM_CMD_WHATIF_H
+#define SIM_CMD_WHATIF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../traces/batch_fit.h"
+
+/* Load N captures into T; 0, or -1 with the message printed (CMD prefix). */
+int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t);
+
+/* The fit report: text on F, or one JSON object on stdout when JSON. */
+void whatif_print_report(const struct bf_report *r, uint64_t batch, int json, FILE *f);
+
+#endif /* SIM_CMD_WHATIF_H */

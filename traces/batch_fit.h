@@ -1,0 +1,96 @@
+/*
+ * batch_fit.h: the batch-size what-if, a function from traces to a trace.
+ *
+ * Two or more captures of one workload at different batch sizes are loaded,
+ * their allocation "sites" (the i-th allocation of the trace, with its
+ * stream, source library and NVTX context) are aligned by position, each
+ * site's size is fitted against the batch size (bytes = a + b*batch, or
+ * interpolation where that is not linear, e.g. cuDNN workspaces), kernel
+ * durations likewise, and a trace at another batch size is synthesised from
+ * the capture nearest to it. The same in-memory traces give the live-set
+ * analysis used by `maxbatch` and `explain batch` (what is live at a given
+ * line, split into workspaces, framework memory and foreign libraries).
+ */
+#ifndef TRACES_BATCH_FIT_H
+#define TRACES_BATCH_FIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bf_trace;
+struct bf_model;
+
+/* Load PATH fully into memory; the batch size comes from its `L batch=N`
+ * label. Returns 0, or -1 with ERR naming the file (and line). */
+int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen);
+void bf_free(struct bf_trace *t);
+uint64_t bf_batch(const struct bf_trace *t);
+const char *bf_path(const struct bf_trace *t);
+/* Value of label KEY, or NULL. */
+const char *bf_label(const struct bf_trace *t, const char *key);
+
+struct bf_options {
+	int allow_misaligned;   /* keep going when sites do not align: unaligned
+				 * sites are copied from the nearest capture */
+	double linear_tol;      /* largest relative residual still "linear";
+				 * 0 = 0.5% */
+};
+
+/* What the fit found: the quality figures the user is shown. */
+struct bf_report {
+	size_t ntraces;
+	uint64_t lo_batch, hi_batch;     /* fitted range */
+	size_t nsites;                   /* allocation sites of the template */
+	size_t nconst, nlinear, nnonlinear, nunaligned;
+	size_t nworkspace;               /* sites that look like workspaces */
+	double min_r2;                   /* over linear sites fitted on >= 3 points; 1 if none */
+	double max_rel_resid;            /* largest residual / size over linear sites */
+	size_t worst_site;               /* where max_rel_resid is */
+	int kernels_aligned;             /* kernel durations were fitted */
+	size_t nkernels;
+	size_t aligned_prefix;           /* memory events aligned in every capture */
+	size_t aligned_suffix;           /* memory events of the smallest capture */
+	char misalign[1024];              /* the first site that broke alignment, or "" */
+};
+
+/* Align and fit TRACES (N >= 2, distinct batch sizes). Returns 0, or -1 with
+ * ERR (a misalignment names the site: index, NVTX range, sizes seen). */
+int bf_fit(struct bf_trace *const *traces, size_t n, const struct bf_options *o,
+	   struct bf_model **out, char *err, size_t errlen);
+const struct bf_report *bf_model_report(const struct bf_model *m);
+void bf_model_free(struct bf_model *m);
+
+/* Predicted requested bytes of site SITE at BATCH (for tests and reports). */
+uint64_t bf_predict_site(const struct bf_model *m, size_t site, uint64_t batch);
+/* 'c' constant, 'l' linear, 'n' non-linear (interpolated), 'u' unaligned. */
+char bf_site_kind(const struct bf_model *m, size_t site);
+
+/* Write the trace at BATCH to PATH (atomically; gzip when PATH ends .gz),
+ * built on the capture nearest to BATCH. Returns 0 or -1 with ERR. */
+int bf_synth(const struct bf_model *m, uint64_t batch, const char *path,
+	     char *err, size_t errlen);
+
+/* ------------------------------------------------------ live-set tracker */
+
+#define BF_MAX_GROUPS 8
+
+struct bf_group { char name[96]; uint64_t bytes; };
+
+/* What is live at one moment, requested bytes. */
+struct bf_live {
+	uint64_t line;                  /* the trace line the state is taken after */
+	uint64_t total;
+	uint64_t workspace;             /* transient in its layer range, or cuDNN/cuBLAS */
+	uint64_t foreign;               /* made by a library other than the framework */
+	uint64_t nlive;
+	struct bf_group ws[BF_MAX_GROUPS];  /* largest workspaces by NVTX range */
+	size_t nws;
+	struct bf_group libs[BF_MAX_GROUPS];/* foreign bytes by library */
+	size_t nlibs;
+};
+
+/* State right after the record at LINE (the last record at or before it);
+ * LINE == 0 means at the peak of live requested bytes. */
+int bf_live_at(const struct bf_trace *t, uint64_t line, struct bf_live *out);
+
+#endif /* TRACES_BATCH_FIT_H */
