@@ -550,6 +550,9 @@ static int size_compat(const struct bf_trace *A, size_t ea, const struct bf_trac
 	uint64_t sb = y->site != NO_IDX ? B->rec[B->alloc_rec[y->site]].u.mem.bytes : 0;
 	if (sa == sb)
 		return 1;
+	/* workspaces follow the algorithm chosen, not the batch */
+	if (x->site != NO_IDX && y->site != NO_IDX && A->alloc_ws[x->site] && B->alloc_ws[y->site])
+		return 1;
 	const struct bf_trace *lo = A, *hi = B;
 	uint64_t slo = sa, shi = sb;
 	if (A->batch > B->batch) {

@@ -1,0 +1,191 @@
+/*
+ * test_batch_fit.c: the batch-size what-if transform (traces/batch_fit.c)
+ * on synthetic captures at batch 8, 16 and 32 whose ground truth is known:
+ * a constant site (weights), linear sites (activations), a non-linear
+ * workspace inside a layer's NVTX range; plus a misaligned capture.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../traces/batch_fit.h"
+#include "../traces/trace.h"
+
+#define MiB (1024ull * 1024)
+
+/* Workspace bytes per batch: deliberately not linear. */
+static uint64_t ws_bytes(uint64_t b)
+{
+	return b == 8 ? 1 * MiB : b == 16 ? 4 * MiB : 2 * MiB;
+}
+
+static void tmp_path(char *buf, size_t len, const char *tag)
+{
+	snprintf(buf, len, "/tmp/test_batch_fit_%s_XXXXXX", tag);
+	int fd = mkstemp(buf);
+	cr_assert(fd >= 0);
+	close(fd);
+}
+
+/* A capture at BATCH; EXTRA adds an allocation the others lack. */
+static void write_capture(const char *path, uint64_t batch, int extra)
+{
+	char err[256], bstr[32];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
+	struct trace_label labels[2] = {{"model", "toy"}, {"batch", bstr}};
+	struct trace_header h = {.version = 1, .producer = "test", .labels = labels, .nlabels = 2};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	uint32_t conv = trace_writer_intern(w, "conv1.fwd");
+	uint64_t t = 1000;
+	struct trace_rec r;
+#define ALLOC(addr_, bytes_) do { memset(&r, 0, sizeof r); r.type = TREC_ALLOC; r.start = r.end = t += 100; \
+	r.u.mem.addr = (addr_); r.u.mem.bytes = (bytes_); r.u.mem.stream = TRACE_NO_STREAM; \
+	r.u.mem.kind = 3; r.u.mem.source = TRACE_NO_STRING; cr_assert_eq(trace_writer_record(w, &r), 0); } while (0)
+#define FREE(addr_, bytes_) do { memset(&r, 0, sizeof r); r.type = TREC_FREE; r.start = r.end = t += 100; \
+	r.u.mem.addr = (addr_); r.u.mem.bytes = (bytes_); r.u.mem.stream = TRACE_NO_STREAM; \
+	r.u.mem.kind = 3; r.u.mem.source = TRACE_NO_STRING; cr_assert_eq(trace_writer_record(w, &r), 0); } while (0)
+	ALLOC(0x100000000, 4 * MiB);                 /* weights: constant */
+	for (int step = 0; step < 2; step++) {
+		ALLOC(0x200000000, 512 * (2 + batch));   /* input: linear */
+		memset(&r, 0, sizeof r);
+		r.type = TREC_RANGE;
+		r.start = t += 100;
+		r.end = r.start + 350;
+		r.u.range.name = conv;
+		cr_assert_eq(trace_writer_record(w, &r), 0);
+		ALLOC(0x300000000, MiB * batch);         /* activation: linear */
+		ALLOC(0x400000000, ws_bytes(batch));     /* workspace: freed in its range */
+		FREE(0x400000000, ws_bytes(batch));
+		if (extra && step == 1) {
+			ALLOC(0x500000000, 4096);
+			FREE(0x500000000, 4096);
+		}
+		FREE(0x300000000, MiB * batch);
+		FREE(0x200000000, 512 * (2 + batch));
+	}
+	FREE(0x100000000, 4 * MiB);
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+static struct bf_trace *load(const char *path)
+{
+	char err[512];
+	struct bf_trace *t = NULL;
+	cr_assert_eq(bf_load(path, &t, err, sizeof err), 0, "%s", err);
+	return t;
+}
+
+/* Site sizes at 24 (interpolated) and 64 (extrapolated) match the truth. */
+Test(batch_fit, predicts_sites)
+{
+	char p[3][128];
+	uint64_t b[3] = {8, 16, 32};
+	struct bf_trace *t[3];
+	for (int i = 0; i < 3; i++) {
+		tmp_path(p[i], sizeof p[i], "pred");
+		write_capture(p[i], b[i], 0);
+		t[i] = load(p[i]);
+	}
+	struct bf_model *m = NULL;
+	char err[1024];
+	struct bf_options o = {0};
+	cr_assert_eq(bf_fit(t, 3, &o, &m, err, sizeof err), 0, "%s", err);
+	const struct bf_report *r = bf_model_report(m);
+	cr_assert_eq(r->nsites, 7);
+	cr_assert_eq(r->nunaligned, 0);
+	cr_assert_eq(bf_site_kind(m, 0), 'c');
+	cr_assert_eq(bf_site_kind(m, 1), 'l');
+	cr_assert_eq(bf_site_kind(m, 2), 'l');
+	cr_assert_eq(bf_site_kind(m, 3), 'n');
+	cr_assert_eq(r->nworkspace, 2);
+	cr_assert_eq(bf_predict_site(m, 0, 24), 4 * MiB);
+	cr_assert_eq(bf_predict_site(m, 1, 24), 512 * 26);
+	cr_assert_eq(bf_predict_site(m, 2, 24), 24 * MiB);
+	cr_assert_eq(bf_predict_site(m, 3, 24), 3 * MiB);   /* between 4 and 2 MiB */
+	cr_assert_eq(bf_predict_site(m, 1, 64), 512 * 66);
+	cr_assert_eq(bf_predict_site(m, 2, 64), 64 * MiB);
+	cr_assert_eq(bf_predict_site(m, 3, 64), 2 * MiB);   /* workspace: nearest */
+
+	/* the synthesised trace at 64 reads back with the predicted sizes */
+	char out[128];
+	tmp_path(out, sizeof out, "out");
+	cr_assert_eq(bf_synth(m, 64, out, err, sizeof err), 0, "%s", err);
+	struct bf_trace *s = load(out);
+	cr_assert_eq(bf_batch(s), 64);
+	cr_assert_str_eq(bf_label(s, "whatif"), "batch");
+	struct bf_live live;
+	cr_assert_eq(bf_live_at(s, 0, &live), 0);
+	cr_assert_eq(live.total, 4 * MiB + 512 * 66 + 64 * MiB + 2 * MiB);
+	cr_assert_eq(live.workspace, 2 * MiB);
+	cr_assert_eq(live.nws, 1);
+	cr_assert_str_eq(live.ws[0].name, "conv1.fwd");
+	bf_free(s);
+	unlink(out);
+	bf_model_free(m);
+	for (int i = 0; i < 3; i++) {
+		bf_free(t[i]);
+		unlink(p[i]);
+	}
+}
+
+/* A capture with an allocation the others lack: the error names it. */
+Test(batch_fit, misalignment_names_the_site)
+{
+	char p[2][128];
+	struct bf_trace *t[2];
+	tmp_path(p[0], sizeof p[0], "mis");
+	tmp_path(p[1], sizeof p[1], "mis");
+	write_capture(p[0], 8, 0);
+	write_capture(p[1], 16, 1);
+	t[0] = load(p[0]);
+	t[1] = load(p[1]);
+	struct bf_model *m = NULL;
+	char err[2048];
+	struct bf_options o = {0};
+	cr_assert_eq(bf_fit(t, 2, &o, &m, err, sizeof err), -1);
+	cr_assert(strstr(err, "allocation site 7") != NULL, "%s", err);
+	cr_assert(strstr(err, "4096 bytes") != NULL, "%s", err);
+	cr_assert(strstr(err, p[1]) != NULL, "%s", err);
+	/* allowed: the rest aligns, the extra site is copied */
+	o.allow_misaligned = 1;
+	cr_assert_eq(bf_fit(t, 2, &o, &m, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(bf_model_report(m)->nunaligned, 0); /* the smallest capture lacks it */
+	cr_assert_eq(bf_model_report(m)->aligned_prefix, 14);
+	bf_model_free(m);
+	for (int i = 0; i < 2; i++) {
+		bf_free(t[i]);
+		unlink(p[i]);
+	}
+}
+
+/* Captures without a batch label, or two at one batch, are refused. */
+Test(batch_fit, refuses_bad_inputs)
+{
+	char p[2][128], err[1024];
+	struct bf_trace *t[2];
+	tmp_path(p[0], sizeof p[0], "dup");
+	tmp_path(p[1], sizeof p[1], "dup");
+	write_capture(p[0], 8, 0);
+	write_capture(p[1], 8, 0);
+	t[0] = load(p[0]);
+	t[1] = load(p[1]);
+	struct bf_model *m = NULL;
+	cr_assert_eq(bf_fit(t, 2, NULL, &m, err, sizeof err), -1);
+	cr_assert(strstr(err, "both have batch 8") != NULL, "%s", err);
+	bf_free(t[0]);
+	bf_free(t[1]);
+	FILE *f = fopen(p[0], "w");
+	cr_assert_not_null(f);
+	fputs("gpumemsim-trace 1\na 10 0x10 5 -\nend 1 0\n", f);
+	fclose(f);
+	struct bf_trace *x = NULL;
+	cr_assert_eq(bf_load(p[0], &x, err, sizeof err), -1);
+	cr_assert(strstr(err, "batch") != NULL && strstr(err, p[0]) != NULL, "%s", err);
+	unlink(p[0]);
+	unlink(p[1]);
+}
