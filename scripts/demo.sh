@@ -2,7 +2,7 @@
 # demo.sh: the main job on the shipped traces. Replays every trace under
 # traces/ under every allocator policy and the settings users ask about (a
 # resumable parallel sweep), stores the runs in out/demo/results.db and
-# prints the comparison table.
+# prints the comparison table, then writes the report with its figures.
 set -eu
 cd "$(dirname "$0")/.."
 bin=./build/gpumemsim
@@ -21,4 +21,6 @@ $bin sweep --traces $traces \
 		'bfc=' 'bfc=allow_growth:true' 'bfc=preset:jax' \
 	--db "$db" -j 2
 $bin table --db "$db"
+$bin report --db "$db" -o "$out/report"
 echo "demo: results in $db (query with sqlite3; schema in docs/schema.md)" >&2
+echo "demo: report in $out/report/report.html (and report.md)" >&2

@@ -20,8 +20,8 @@
  * An 'x empty_cache' record goes right before the run's 'g' records, at the
  * time of its first entry.
  *
- * gzip input is read with zlib directly (the importer is a reader of a
- * foreign format, not of traces).
+ * Input lines come through text_input (plain or gzip), so zlib stays in
+ * the traces I/O layer.
  */
 #include "import_torch.h"
 
@@ -34,8 +34,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "text_input.h"
 #include "trace.h"
 
 #define IT_LINE_MAX 4096
@@ -546,7 +546,7 @@ int import_torch_snapshot(const char *in, const char *out, const char *json_path
 	struct it_state s;
 	char tmp[64] = "", jpath[4096], line[IT_LINE_MAX];
 	char *json = NULL;
-	gzFile gz = NULL;
+	struct text_input *ti = NULL;
 	int rc = -1;
 	memset(&s, 0, sizeof s);
 	s.in = in;
@@ -570,9 +570,10 @@ int import_torch_snapshot(const char *in, const char *out, const char *json_path
 	} else if (import_torch_json_path(in, jpath, sizeof jpath) == 0) {
 		json = import_torch_slurp(jpath);
 	}
-	gz = gzopen(src, "rb");
-	if (!gz) {
-		snprintf(err, errlen, "%s: cannot open: %s", in, strerror(errno ? errno : ENOENT));
+	ti = text_input_open(src, err, errlen);
+	if (!ti) {
+		if (src != in) /* name the user's file, not the temporary conversion */
+			snprintf(err, errlen, "%s: cannot read its converted text", in);
 		goto cleanup;
 	}
 
@@ -610,14 +611,12 @@ int import_torch_snapshot(const char *in, const char *out, const char *json_path
 
 	uint64_t lineno = 0;
 	for (;;) {
-		if (!gzgets(gz, line, sizeof line))
-			break;
-		lineno++;
-		size_t n = strlen(line);
-		if (n == sizeof line - 1 && line[n - 1] != '\n') {
-			snprintf(err, errlen, "%s:%" PRIu64 ": line too long", in, lineno);
+		int r = text_input_line(ti, line, sizeof line, err, errlen);
+		if (r < 0)
 			goto abort;
-		}
+		if (r == 0)
+			break;
+		lineno = text_input_lineno(ti);
 		char *p = line;
 		while (isspace((unsigned char)*p))
 			p++;
@@ -632,16 +631,6 @@ int import_torch_snapshot(const char *in, const char *out, const char *json_path
 				goto writer_error;
 			goto abort;
 		}
-	}
-	int zerr;
-	const char *zmsg = gzerror(gz, &zerr);
-	if (zerr < 0 && zerr != Z_BUF_ERROR) {
-		snprintf(err, errlen, "%s:%" PRIu64 ": read error: %s", in, lineno + 1, zmsg);
-		goto abort;
-	}
-	if (!gzeof(gz)) {
-		snprintf(err, errlen, "%s:%" PRIu64 ": read error", in, lineno + 1);
-		goto abort;
 	}
 	struct it_entry eof;
 	memset(&eof, 0, sizeof eof);
@@ -670,8 +659,7 @@ abort:
 	trace_writer_abort(s.w);
 	s.w = NULL;
 cleanup:
-	if (gz)
-		gzclose(gz);
+	text_input_close(ti);
 	if (tmp[0])
 		unlink(tmp);
 	free(json);

@@ -1,0 +1,160 @@
+/*
+ * test_whatif_cli.c: `gpumemsim whatif batch`, `maxbatch` and `explain
+ * batch` end to end through the binary (env GPUMEMSIM_BIN, set by make
+ * test), on synthetic captures with a known answer.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../traces/trace.h"
+
+#define MiB (1024ull * 1024)
+
+static const char *bin(void)
+{
+	const char *b = getenv("GPUMEMSIM_BIN");
+	if (!b)
+		cr_skip_test("GPUMEMSIM_BIN not set (run through make test)");
+	return b;
+}
+
+static void tmp_path(char *buf, size_t len, const char *tag)
+{
+	snprintf(buf, len, "/tmp/test_whatif_cli_%s_XXXXXX", tag);
+	int fd = mkstemp(buf);
+	cr_assert(fd >= 0);
+	close(fd);
+}
+
+/* Run CMD, capture stdout+stderr into OUT; returns the exit status. */
+static int run(const char *cmd, char *out, size_t len)
+{
+	char full[4096];
+	snprintf(full, sizeof full, "%s 2>&1", cmd);
+	FILE *p = popen(full, "r");
+	cr_assert_not_null(p);
+	size_t n = fread(out, 1, len - 1, p);
+	out[n] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Weights (4 MiB), an activation of BATCH MiB and, inside conv1.fwd, a
+ * workspace of WS bytes (0 = none); EXTRA adds a site others lack. */
+static void write_capture(const char *path, uint64_t batch, uint64_t ws, int extra)
+{
+	char err[256], bstr[32];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
+	struct trace_label labels[1] = {{"batch", bstr}};
+	struct trace_header h = {.version = 1, .producer = "test", .labels = labels, .nlabels = 1};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	uint32_t conv = trace_writer_intern(w, "conv1.fwd");
+	uint64_t t = 1000;
+	struct trace_rec r;
+#define MEM(type_, addr_, bytes_) do { memset(&r, 0, sizeof r); r.type = (type_); r.start = r.end = t += 100; \
+	r.u.mem.addr = (addr_); r.u.mem.bytes = (bytes_); r.u.mem.stream = TRACE_NO_STREAM; \
+	r.u.mem.kind = 3; r.u.mem.source = TRACE_NO_STRING; cr_assert_eq(trace_writer_record(w, &r), 0); } while (0)
+	MEM(TREC_ALLOC, 0x100000000, 4 * MiB);
+	memset(&r, 0, sizeof r);
+	r.type = TREC_RANGE;
+	r.start = t += 100;
+	r.end = r.start + 350;
+	r.u.range.name = conv;
+	cr_assert_eq(trace_writer_record(w, &r), 0);
+	MEM(TREC_ALLOC, 0x200000000, batch * MiB);
+	if (ws) {
+		MEM(TREC_ALLOC, 0x300000000, ws);
+		MEM(TREC_FREE, 0x300000000, ws);
+	}
+	if (extra) {
+		MEM(TREC_ALLOC, 0x400000000, 8192);
+		MEM(TREC_FREE, 0x400000000, 8192);
+	}
+	MEM(TREC_FREE, 0x200000000, batch * MiB);
+	MEM(TREC_FREE, 0x100000000, 4 * MiB);
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+/* whatif batch writes a trace; misaligned captures fail naming the site. */
+Test(whatif_cli, whatif_batch)
+{
+	const char *b = bin();
+	char p1[128], p2[128], p3[128], o[128], cmd[2048], out[16384];
+	tmp_path(p1, sizeof p1, "w");
+	tmp_path(p2, sizeof p2, "w");
+	tmp_path(p3, sizeof p3, "w");
+	tmp_path(o, sizeof o, "o");
+	write_capture(p1, 8, 0, 0);
+	write_capture(p2, 16, 0, 0);
+	write_capture(p3, 32, 0, 1);
+	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s %s --batch 40 -o %s", b, p1, p2, o);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "outside the fitted range") != NULL, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s trace cat %s", b, o);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, " 41943040 ") != NULL, "40 MiB activation expected: %s", out);
+	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s %s --batch 40 -o %s", b, p1, p3, o);
+	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, "allocation site 2, 8192 bytes") != NULL, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s --batch 40 -o %s", b, p1, o);
+	cr_assert_eq(run(cmd, out, sizeof out), 2, "%s", out);
+	unlink(p1);
+	unlink(p2);
+	unlink(p3);
+	unlink(o);
+}
+
+/* maxbatch: 4 MiB + batch MiB under cuda_malloc in 100 MiB -> 96. */
+Test(whatif_cli, maxbatch_capacity)
+{
+	const char *b = bin();
+	char p1[128], p2[128], cmd[2048], out[16384];
+	tmp_path(p1, sizeof p1, "m");
+	tmp_path(p2, sizeof p2, "m");
+	write_capture(p1, 8, 0, 0);
+	write_capture(p2, 16, 0, 0);
+	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB --json",
+		 b, p1, p2);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"max_batch\":96,") != NULL, "%s", out);
+	cr_assert(strstr(out, "\"fails_at\":97,") != NULL, "%s", out);
+	cr_assert(strstr(out, "\"verdict\":\"capacity\"") != NULL, "%s", out);
+	/* a 10% margin leaves 90 MiB: 86 */
+	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB "
+		 "--margin 10%% --json", b, p1, p2);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"max_batch\":86,") != NULL, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy nosuch --capacity 1GiB", b, p1, p2);
+	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	unlink(p1);
+	unlink(p2);
+}
+
+/* explain: a workspace that shrinks at batch 32 makes the peak fall. */
+Test(whatif_cli, explain_flags_fall)
+{
+	const char *b = bin();
+	char p[3][128], cmd[2048], out[16384];
+	uint64_t batch[3] = {8, 16, 32}, ws[3] = {2 * MiB, 64 * MiB, 1 * MiB};
+	for (int i = 0; i < 3; i++) {
+		tmp_path(p[i], sizeof p[i], "e");
+		write_capture(p[i], batch[i], ws[i], 0);
+	}
+	snprintf(cmd, sizeof cmd, "%s explain batch %s %s %s --policy cuda_malloc --json", b, p[2], p[0], p[1]);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"from\":16,\"to\":32,\"d_reserved\":-49283072") != NULL, "%s", out);
+	cr_assert(strstr(out, "\"flag\":\"FALLS\",\"cause\":\"workspace\"") != NULL, "%s", out);
+	cr_assert(strstr(out, "conv1.fwd") != NULL, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s explain batch %s %s %s --policy cuda_malloc", b, p[0], p[1], p[2]);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "FALLS") != NULL && strstr(out, "1 flagged point") != NULL, "%s", out);
+	for (int i = 0; i < 3; i++)
+		unlink(p[i]);
+}
