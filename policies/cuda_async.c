@@ -474,7 +474,7 @@ static void ca_set_idle(struct ca_state *s, uint64_t p, int idle)
 static void ca_trim(struct ca_state *s, uint64_t keep)
 {
 	uint64_t run_lo = 0, run_n = 0, w = s->npages / 64;
-	while (w > 0 && s->mapped_pages * CA_PAGE > keep) {
+	while (w > 0 && s->mapped_pages > s->busy_pages && s->mapped_pages * CA_PAGE > keep) {
 		if (!s->idle[w - 1]) {
 			w--;
 			continue;

@@ -72,6 +72,8 @@ static void write_capture(const char *path, uint64_t batch, uint64_t ws, int ext
 	if (ws) {
 		MEM(TREC_ALLOC, 0x300000000, ws);
 		MEM(TREC_FREE, 0x300000000, ws);
+	} else {
+		t += 200; /* keep the activation alive past its range */
 	}
 	if (extra) {
 		MEM(TREC_ALLOC, 0x400000000, 8192);
