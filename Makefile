@@ -21,7 +21,7 @@ FUZZ_SECONDS ?= 60
 LIB_SRCS  := $(sort $(wildcard traces/*.c) $(wildcard policies/*.c) \
 	       $(filter-out sim/main.c,$(wildcard sim/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
-TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+TEST_SRCS := $(sort $(wildcard tests/test_*.c)) tests/helpers.c
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 BIN       := $(BUILD)/gpumemsim

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "ordset.h"
 
 #define BFC_MIN_ALLOC 256ull
 #define BFC_NUM_BINS 21
@@ -45,245 +46,20 @@
 #define BFC_UNKNOWN_CAPACITY (80ull << 30)  /* when neither trace nor CLI says */
 
 /*
- * A chunk: a piece of a region, live or free. Free chunks are also the nodes
- * of the free set (struct sx_index below), keyed by (size, ptr).
+ * A chunk: a piece of a region, live or free. Free chunks are also the
+ * elements of the free set (a sizeset, ordset.h), keyed (k1, k2) =
+ * (size, ptr), which is why size and ptr alias the node's key.
  */
 struct bfc_chunk {
-	union { uint64_t k1, size; };
-	union { uint64_t k2, ptr; };
-	uint32_t l, r, p, pri;  /* free-set links (while free) */
+	union {
+		struct ordset_node node;    /* free-set links and key (while free) */
+		struct { uint64_t size, ptr; };
+	};
 	uint32_t prev, next;    /* neighbours inside the region, 0 = none */
 	uint32_t region;        /* index into regions */
 	uint32_t in_use;        /* also the free-slot link when unused */
 };
-
-/* ------------------------------------- intrusive ordered set (treap) */
-
-/*
- * Treaps threaded through the chunk array itself (node i is chunk i, 0 =
- * none), keyed by (k1, k2) = (size, ptr) and linked to the parent, so a
- * chunk leaves its set by handle with no search and joining one allocates
- * nothing. Priorities are a hash of the key: the shape, like every result,
- * is the same on every run. Expected O(log n) search, O(1) rotations.
- */
-static uint32_t tr_prio(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
-	x *= 0x94d049bb133111ebull; x ^= x >> 32;
-	return (uint32_t)x;
-}
-
-static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
-{
-	return a1 < b1 || (a1 == b1 && a2 < b2);
-}
-
-/* Lift X above its parent, keeping the in-order sequence. */
-static void tr_rotate_up(struct bfc_chunk *n, uint32_t *root, uint32_t x)
-{
-	uint32_t p = n[x].p, g = n[p].p, c;
-	if (n[p].l == x) {
-		c = n[x].r;
-		n[p].l = c;
-		n[x].r = p;
-	} else {
-		c = n[x].l;
-		n[p].r = c;
-		n[x].l = p;
-	}
-	if (c)
-		n[c].p = p;
-	n[p].p = x;
-	n[x].p = g;
-	if (!g)
-		*root = x;
-	else if (n[g].l == p)
-		n[g].l = x;
-	else
-		n[g].r = x;
-}
-
-/* Add X, whose key is set and not in the set yet. */
-static void tr_insert(struct bfc_chunk *n, uint32_t *root, uint32_t x)
-{
-	uint64_t k1 = n[x].k1, k2 = n[x].k2;
-	uint32_t cur = *root, par = 0;
-	int left = 0;
-	while (cur) {
-		par = cur;
-		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
-		cur = left ? n[cur].l : n[cur].r;
-	}
-	n[x].l = n[x].r = 0;
-	n[x].p = par;
-	n[x].pri = tr_prio(k1, k2);
-	if (!par)
-		*root = x;
-	else if (left)
-		n[par].l = x;
-	else
-		n[par].r = x;
-	while (n[x].p && n[n[x].p].pri < n[x].pri)
-		tr_rotate_up(n, root, x);
-}
-
-/* Take X out of the set. */
-static void tr_erase(struct bfc_chunk *n, uint32_t *root, uint32_t x)
-{
-	while (n[x].l && n[x].r)
-		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
-	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
-	if (c)
-		n[c].p = p;
-	if (!p)
-		*root = c;
-	else if (n[p].l == x)
-		n[p].l = c;
-	else
-		n[p].r = c;
-}
-
-/* The smallest element >= (k1,k2), or 0. */
-static uint32_t tr_lower_bound(const struct bfc_chunk *n, uint32_t root, uint64_t k1, uint64_t k2)
-{
-	uint32_t cur = root, best = 0;
-	while (cur) {
-		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
-			cur = n[cur].r;
-		} else {
-			best = cur;
-			cur = n[cur].l;
-		}
-	}
-	return best;
-}
-
-/* The largest element, or 0. */
-static uint32_t tr_last(const struct bfc_chunk *n, uint32_t root)
-{
-	uint32_t cur = root;
-	while (cur && n[cur].r)
-		cur = n[cur].r;
-	return cur;
-}
-
-/* The smallest element, or 0. */
-static uint32_t tr_first(const struct bfc_chunk *n, uint32_t root)
-{
-	uint32_t cur = root;
-	while (cur && n[cur].l)
-		cur = n[cur].l;
-	return cur;
-}
-
-/* ---------------------------------------------- ordered set by size */
-
-/*
- * Free pieces ordered by (k1, k2) = (size, address), for best fit. Sizes
- * below SX_CLASSES units each have their own treap (by address, usually a
- * node or two), found through a two-level bitmap of non-empty sizes, so a
- * best-fit search costs a few word scans instead of a descent through every
- * free piece; larger sizes share one treap by (size, address).
- */
-#define SX_CLASSES (1u << 16)
-#define SX_SHIFT 8               /* k1 is the size in bytes, a multiple of 256 */
-
-struct sx_index {
-	uint32_t *root;          /* [SX_CLASSES] treap per exact size unit */
-	uint64_t *bits;          /* [SX_CLASSES / 64] bit: root[i] != 0 */
-	uint64_t *words;         /* [SX_CLASSES / 4096] bit: bits[i] != 0 */
-	uint32_t big, count;     /* sizes >= SX_CLASSES units; elements */
-};
-
-/* 0, or -1 when out of memory. */
-static int sx_init(struct sx_index *x)
-{
-	size_t n = SX_CLASSES * sizeof(uint32_t) + (SX_CLASSES / 64 + SX_CLASSES / 4096) * 8;
-	memset(x, 0, sizeof *x);
-	x->root = calloc(1, n);
-	if (!x->root)
-		return -1;
-	x->bits = (uint64_t *)(x->root + SX_CLASSES);
-	x->words = x->bits + SX_CLASSES / 64;
-	return 0;
-}
-
-static void sx_free_all(struct sx_index *x)
-{
-	free(x->root);
-	memset(x, 0, sizeof *x);
-}
-
-static void sx_insert(struct bfc_chunk *n, struct sx_index *x, uint32_t h)
-{
-	uint64_t c = n[h].k1 >> SX_SHIFT;
-	x->count++;
-	if (c >= SX_CLASSES) {
-		tr_insert(n, &x->big, h);
-		return;
-	}
-	if (!x->root[c]) {
-		x->bits[c >> 6] |= 1ull << (c & 63);
-		x->words[c >> 12] |= 1ull << ((c >> 6) & 63);
-	}
-	tr_insert(n, &x->root[c], h);
-}
-
-static void sx_erase(struct bfc_chunk *n, struct sx_index *x, uint32_t h)
-{
-	uint64_t c = n[h].k1 >> SX_SHIFT;
-	x->count--;
-	if (c >= SX_CLASSES) {
-		tr_erase(n, &x->big, h);
-		return;
-	}
-	tr_erase(n, &x->root[c], h);
-	if (!x->root[c]) {
-		x->bits[c >> 6] &= ~(1ull << (c & 63));
-		if (!x->bits[c >> 6])
-			x->words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
-	}
-}
-
-/* The smallest non-empty class >= C (C < SX_CLASSES), or SX_CLASSES. */
-static uint64_t sx_class_from(const struct sx_index *x, uint64_t c)
-{
-	uint64_t w = c >> 6, bits = x->bits[w] & (~0ull << (c & 63));
-	if (bits)
-		return w << 6 | (uint64_t)__builtin_ctzll(bits);
-	uint64_t sw = w >> 6, sbits = x->words[sw] & ((~0ull << (w & 63)) << 1);
-	while (!sbits) {
-		if (++sw == SX_CLASSES / 4096)
-			return SX_CLASSES;
-		sbits = x->words[sw];
-	}
-	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
-	return w << 6 | (uint64_t)__builtin_ctzll(x->bits[w]);
-}
-
-/* The element with the smallest (k1, k2) >= (k1, 0), or 0. */
-static uint32_t sx_find(const struct bfc_chunk *n, const struct sx_index *x, uint64_t k1)
-{
-	uint64_t c = k1 >> SX_SHIFT;
-	if (c < SX_CLASSES && (c = sx_class_from(x, c)) < SX_CLASSES)
-		return tr_first(n, x->root[c]);
-	return tr_lower_bound(n, x->big, k1, 0);
-}
-
-/* An element of the largest size, or 0. */
-static uint32_t sx_largest(const struct bfc_chunk *n, const struct sx_index *x)
-{
-	if (x->big)
-		return tr_last(n, x->big);
-	for (uint32_t sw = SX_CLASSES / 4096; sw-- > 0;) {
-		if (!x->words[sw])
-			continue;
-		uint64_t w = (uint64_t)sw << 6 | (uint64_t)(63 - __builtin_clzll(x->words[sw]));
-		return x->root[w << 6 | (uint64_t)(63 - __builtin_clzll(x->bits[w]))];
-	}
-	return 0;
-}
+ORDSET_FIRST_MEMBER(struct bfc_chunk);
 
 /* ------------------------------------------------------------ state */
 
@@ -302,7 +78,7 @@ struct bfc_state {
 	uint32_t nchunks, capchunks, free_slots;
 	struct bfc_region *regions;
 	uint32_t nregions, capregions;
-	struct sx_index free_set;      /* free chunks by (size, ptr): the bins */
+	struct sizeset free_set;       /* free chunks by (size, ptr): the bins */
 	struct u64map in_use;          /* ptr -> chunk, chunks handed out */
 	/* stats, as memory_stats() names them */
 	uint64_t bytes_in_use, peak_bytes_in_use, peak_pool_bytes;
@@ -416,7 +192,7 @@ static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream)
 	if (!h)
 		goto undo;
 	s->chunks[h] = (struct bfc_chunk){.size = bytes, .ptr = addr, .region = s->nregions};
-	sx_insert(s->chunks, &s->free_set, h);
+	sizeset_insert(ORDSET_NODES(s->chunks), &s->free_set, h);
 	s->regions[s->nregions++] = (struct bfc_region){addr, bytes, h, 0};
 	s->total_region_bytes += bytes;
 	if (s->total_region_bytes > s->peak_pool_bytes)
@@ -433,7 +209,7 @@ static void bfc_drop_region(struct bfc_state *s, uint32_t i)
 {
 	struct bfc_region *r = &s->regions[i];
 	uint32_t h = r->first;
-	sx_erase(s->chunks, &s->free_set, h);
+	sizeset_erase(ORDSET_NODES(s->chunks), &s->free_set, h);
 	bfc_del_chunk(s, h);
 	device_free(s->dev, r->ptr, r->size);
 	s->total_region_bytes -= r->size;
@@ -468,11 +244,11 @@ static int bfc_gc(struct bfc_state *s, uint64_t rounded)
 /* TSL's FindChunkPtr: best fit, then the split rule. */
 static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *res)
 {
-	uint32_t h = sx_find(s->chunks, &s->free_set, rounded);
+	uint32_t h = sizeset_find(ORDSET_NODES(s->chunks), &s->free_set, rounded);
 	if (!h)
 		return 0;
 	struct bfc_chunk *c = &s->chunks[h];
-	sx_erase(s->chunks, &s->free_set, h);
+	sizeset_erase(ORDSET_NODES(s->chunks), &s->free_set, h);
 	if (c->size >= rounded * 2 || c->size - rounded >= s->max_frag) {
 		uint32_t t = bfc_new_chunk(s);  /* 0 when out of memory: hand out the whole chunk */
 		c = &s->chunks[h];              /* chunks may have moved */
@@ -480,7 +256,7 @@ static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *
 			s->chunks[t] = (struct bfc_chunk){.size = c->size - rounded,
 							  .ptr = c->ptr + rounded, .prev = h,
 							  .next = c->next, .region = c->region};
-			sx_insert(s->chunks, &s->free_set, t);
+			sizeset_insert(ORDSET_NODES(s->chunks), &s->free_set, t);
 			if (c->next)
 				s->chunks[c->next].prev = t;
 			c->next = t;
@@ -488,7 +264,7 @@ static int bfc_find(struct bfc_state *s, uint64_t rounded, struct alloc_result *
 		}
 	}
 	if (u64map_put(&s->in_use, c->ptr, h) < 0) {
-		sx_insert(s->chunks, &s->free_set, h);
+		sizeset_insert(ORDSET_NODES(s->chunks), &s->free_set, h);
 		return 0;
 	}
 	c->in_use = 1;
@@ -535,7 +311,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t nx = c->next;
 	if (nx && !s->chunks[nx].in_use) {
 		struct bfc_chunk *n = &s->chunks[nx];
-		sx_erase(s->chunks, &s->free_set, nx);
+		sizeset_erase(ORDSET_NODES(s->chunks), &s->free_set, nx);
 		c->size += n->size;
 		c->next = n->next;
 		if (n->next)
@@ -545,7 +321,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 	uint32_t pv = c->prev;
 	if (pv && !s->chunks[pv].in_use) {
 		struct bfc_chunk *p = &s->chunks[pv];
-		sx_erase(s->chunks, &s->free_set, pv);
+		sizeset_erase(ORDSET_NODES(s->chunks), &s->free_set, pv);
 		p->size += c->size;
 		p->next = c->next;
 		if (c->next)
@@ -554,7 +330,7 @@ static void bfc_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t str
 		h = pv;
 		c = p;
 	}
-	sx_insert(s->chunks, &s->free_set, h);
+	sizeset_insert(ORDSET_NODES(s->chunks), &s->free_set, h);
 }
 
 /* ---------------------------------------------------------- set up */
@@ -644,7 +420,7 @@ static int bfc_init(void *st, const char *conf, const struct policy_env *env,
 		return -1;
 	}
 	memset(s, 0, sizeof *s);
-	if (sx_init(&s->free_set) < 0) {
+	if (sizeset_init(&s->free_set, 8) < 0) {
 		snprintf(err, errlen, "bfc: out of memory");
 		return -1;
 	}
@@ -663,7 +439,7 @@ static int bfc_init(void *st, const char *conf, const struct policy_env *env,
 static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct bfc_state *s = st;
-	uint32_t top = sx_largest(s->chunks, &s->free_set);
+	uint32_t top = sizeset_largest(ORDSET_NODES(s->chunks), &s->free_set);
 	emit(ctx, "bytes_in_use", (int64_t)s->bytes_in_use);
 	emit(ctx, "peak_bytes_in_use", (int64_t)s->peak_bytes_in_use);
 	emit(ctx, "pool_bytes", (int64_t)s->total_region_bytes);
@@ -687,7 +463,7 @@ static void bfc_fini(void *st)
 		device_free(s->dev, s->regions[i].ptr, s->regions[i].size);
 	free(s->chunks);
 	free(s->regions);
-	sx_free_all(&s->free_set);
+	sizeset_free(&s->free_set);
 	u64map_free(&s->in_use);
 	memset(s, 0, sizeof *s);
 }

@@ -20,110 +20,19 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "ordset.h"
 
-
-/* A free block: a node of its order's set. */
-struct bd_node {
-	uint64_t k1, k2;        /* (address, 0) */
-	uint32_t l, r, p, pri;  /* set links; l: free-slot link when unused */
-	uint32_t slot, order;   /* chunk slot, order */
-};
-
-/* ------------------------------------- intrusive ordered set (treap) */
 
 /*
- * Free blocks of one order form a treap threaded through the node array
- * itself (node i is element i, 0 = none), keyed by (k1, k2) = (address, 0)
- * and linked to the parent, so a block leaves its set by handle with no
- * search. Priorities are a hash of the key: the shape, like every result,
- * is the same on every run. Expected O(log n) search, O(1) rotations.
+ * A free block: an element of its order's ordset (ordset.h), keyed
+ * (address, 0), so the lowest-addressed block of an order is its first.
+ * node.l is the free-slot link while the node is unused.
  */
-static uint32_t tr_prio(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
-	x *= 0x94d049bb133111ebull; x ^= x >> 32;
-	return (uint32_t)x;
-}
-
-static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
-{
-	return a1 < b1 || (a1 == b1 && a2 < b2);
-}
-
-/* Lift X above its parent, keeping the in-order sequence. */
-static void tr_rotate_up(struct bd_node *n, uint32_t *root, uint32_t x)
-{
-	uint32_t p = n[x].p, g = n[p].p, c;
-	if (n[p].l == x) {
-		c = n[x].r;
-		n[p].l = c;
-		n[x].r = p;
-	} else {
-		c = n[x].l;
-		n[p].r = c;
-		n[x].l = p;
-	}
-	if (c)
-		n[c].p = p;
-	n[p].p = x;
-	n[x].p = g;
-	if (!g)
-		*root = x;
-	else if (n[g].l == p)
-		n[g].l = x;
-	else
-		n[g].r = x;
-}
-
-/* Add X, whose key is set and not in the set yet. */
-static void tr_insert(struct bd_node *n, uint32_t *root, uint32_t x)
-{
-	uint64_t k1 = n[x].k1, k2 = n[x].k2;
-	uint32_t cur = *root, par = 0;
-	int left = 0;
-	while (cur) {
-		par = cur;
-		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
-		cur = left ? n[cur].l : n[cur].r;
-	}
-	n[x].l = n[x].r = 0;
-	n[x].p = par;
-	n[x].pri = tr_prio(k1, k2);
-	if (!par)
-		*root = x;
-	else if (left)
-		n[par].l = x;
-	else
-		n[par].r = x;
-	while (n[x].p && n[n[x].p].pri < n[x].pri)
-		tr_rotate_up(n, root, x);
-}
-
-/* Take X out of the set. */
-static void tr_erase(struct bd_node *n, uint32_t *root, uint32_t x)
-{
-	while (n[x].l && n[x].r)
-		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
-	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
-	if (c)
-		n[c].p = p;
-	if (!p)
-		*root = c;
-	else if (n[p].l == x)
-		n[p].l = c;
-	else
-		n[p].r = c;
-}
-
-/* The smallest element, or 0. */
-static uint32_t tr_first(const struct bd_node *n, uint32_t root)
-{
-	uint32_t cur = root;
-	while (cur && n[cur].l)
-		cur = n[cur].l;
-	return cur;
-}
+struct bd_node {
+	struct ordset_node node;
+	uint32_t slot, order;   /* chunk slot, order */
+};
+ORDSET_FIRST_MEMBER(struct bd_node);
 
 /* ------------------------------------------------------------ state */
 
@@ -159,7 +68,7 @@ static int bd_free_add(struct bd_state *s, unsigned order, uint64_t addr, uint32
 {
 	uint32_t h = s->free_nodes;
 	if (h) {
-		s->free_nodes = s->nodes[h].l;
+		s->free_nodes = s->nodes[h].node.l;
 	} else {
 		if (s->nnodes + 1 >= s->capnodes) {
 			uint32_t ncap = s->capnodes ? s->capnodes * 2 : 256;
@@ -172,12 +81,12 @@ static int bd_free_add(struct bd_state *s, unsigned order, uint64_t addr, uint32
 		h = ++s->nnodes;
 	}
 	if (u64map_put(&s->free_at, addr, h) < 0) {
-		s->nodes[h].l = s->free_nodes;
+		s->nodes[h].node.l = s->free_nodes;
 		s->free_nodes = h;
 		return -1;
 	}
-	s->nodes[h] = (struct bd_node){.k1 = addr, .slot = slot, .order = order};
-	tr_insert(s->nodes, &s->root[order], h);
+	s->nodes[h] = (struct bd_node){.node.k1 = addr, .slot = slot, .order = order};
+	ordset_insert(ORDSET_NODES(s->nodes), &s->root[order], h);
 	s->orders |= 1ull << order;
 	s->nfree++;
 	return 0;
@@ -187,11 +96,11 @@ static int bd_free_add(struct bd_state *s, unsigned order, uint64_t addr, uint32
 static void bd_free_remove(struct bd_state *s, uint32_t h)
 {
 	unsigned order = s->nodes[h].order;
-	u64map_del(&s->free_at, s->nodes[h].k1, NULL);
-	tr_erase(s->nodes, &s->root[order], h);
+	u64map_del(&s->free_at, s->nodes[h].node.k1, NULL);
+	ordset_erase(ORDSET_NODES(s->nodes), &s->root[order], h);
 	if (!s->root[order])
 		s->orders &= ~(1ull << order);
-	s->nodes[h].l = s->free_nodes;
+	s->nodes[h].node.l = s->free_nodes;
 	s->free_nodes = h;
 	s->nfree--;
 }
@@ -276,8 +185,8 @@ static int bd_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		fit = s->orders & (~0ull << k);
 	}
 	unsigned j = (unsigned)__builtin_ctzll(fit);
-	uint32_t n = tr_first(s->nodes, s->root[j]);
-	uint64_t addr = s->nodes[n].k1;
+	uint32_t n = ordset_first(ORDSET_NODES(s->nodes), s->root[j]);
+	uint64_t addr = s->nodes[n].node.k1;
 	uint32_t slot = s->nodes[n].slot;
 	if (u64map_put(&s->live, addr, (uint64_t)slot << 8 | k) < 0)
 		return POLICY_OOM;

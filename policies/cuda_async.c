@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "ordset.h"
 
 #define CA_ROUND 256ull
 #define CA_PAGE (2ull << 20)
@@ -48,244 +49,19 @@
  * the next synchronisation), keyed (size, offset) for best fit.
  */
 struct ca_seg {
-	uint64_t k1, k2;        /* size / 256, (address - base) / 256 */
-	uint32_t l, r, p, pri;  /* set links, while free */
+	union {
+		struct ordset_node node;    /* set links and key, while free */
+		struct { uint64_t units, off; };  /* size / 256, (address - base) / 256 */
+	};
 	uint64_t cls;           /* availability class, while free */
 	uint32_t prev, next;    /* address neighbours, 0 = none; next: free-slot link */
 	uint32_t is_free;
 };
-
-/* ------------------------------------- intrusive ordered set (treap) */
-
-/*
- * Treaps threaded through the segment array itself (node i is segment i,
- * 0 = none), keyed by (k1, k2) and linked to the parent, so a range leaves
- * its set by handle with no search and joining one allocates nothing.
- * Priorities are a hash of the key: the shape, like every result, is the
- * same on every run. Expected O(log n) search, O(1) rotations.
- */
-static uint32_t tr_prio(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
-	x *= 0x94d049bb133111ebull; x ^= x >> 32;
-	return (uint32_t)x;
-}
-
-static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
-{
-	return a1 < b1 || (a1 == b1 && a2 < b2);
-}
-
-/* Lift X above its parent, keeping the in-order sequence. */
-static void tr_rotate_up(struct ca_seg *n, uint32_t *root, uint32_t x)
-{
-	uint32_t p = n[x].p, g = n[p].p, c;
-	if (n[p].l == x) {
-		c = n[x].r;
-		n[p].l = c;
-		n[x].r = p;
-	} else {
-		c = n[x].l;
-		n[p].r = c;
-		n[x].l = p;
-	}
-	if (c)
-		n[c].p = p;
-	n[p].p = x;
-	n[x].p = g;
-	if (!g)
-		*root = x;
-	else if (n[g].l == p)
-		n[g].l = x;
-	else
-		n[g].r = x;
-}
-
-/* Add X, whose key is set and not in the set yet. */
-static void tr_insert(struct ca_seg *n, uint32_t *root, uint32_t x)
-{
-	uint64_t k1 = n[x].k1, k2 = n[x].k2;
-	uint32_t cur = *root, par = 0;
-	int left = 0;
-	while (cur) {
-		par = cur;
-		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
-		cur = left ? n[cur].l : n[cur].r;
-	}
-	n[x].l = n[x].r = 0;
-	n[x].p = par;
-	n[x].pri = tr_prio(k1, k2);
-	if (!par)
-		*root = x;
-	else if (left)
-		n[par].l = x;
-	else
-		n[par].r = x;
-	while (n[x].p && n[n[x].p].pri < n[x].pri)
-		tr_rotate_up(n, root, x);
-}
-
-/* Take X out of the set. */
-static void tr_erase(struct ca_seg *n, uint32_t *root, uint32_t x)
-{
-	while (n[x].l && n[x].r)
-		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
-	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
-	if (c)
-		n[c].p = p;
-	if (!p)
-		*root = c;
-	else if (n[p].l == x)
-		n[p].l = c;
-	else
-		n[p].r = c;
-}
-
-/* The smallest element >= (k1,k2), or 0. */
-static uint32_t tr_lower_bound(const struct ca_seg *n, uint32_t root, uint64_t k1, uint64_t k2)
-{
-	uint32_t cur = root, best = 0;
-	while (cur) {
-		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
-			cur = n[cur].r;
-		} else {
-			best = cur;
-			cur = n[cur].l;
-		}
-	}
-	return best;
-}
-
-/* The smallest element, or 0. */
-static uint32_t tr_first(const struct ca_seg *n, uint32_t root)
-{
-	uint32_t cur = root;
-	while (cur && n[cur].l)
-		cur = n[cur].l;
-	return cur;
-}
-
-/* The largest element, or 0. */
-static uint32_t tr_last(const struct ca_seg *n, uint32_t root)
-{
-	uint32_t cur = root;
-	while (cur && n[cur].r)
-		cur = n[cur].r;
-	return cur;
-}
-
-/* ---------------------------------------------- ordered set by size */
-
-/*
- * Free pieces ordered by (k1, k2) = (size, address), for best fit. Sizes
- * below SX_CLASSES units each have their own treap (by address, usually a
- * node or two), found through a two-level bitmap of non-empty sizes, so a
- * best-fit search costs a few word scans instead of a descent through every
- * free piece; larger sizes share one treap by (size, address).
- */
-#define SX_CLASSES (1u << 16)
-#define SX_SHIFT 0               /* k1 is the size in 256 B units */
-
-struct sx_index {
-	uint32_t *root;          /* [SX_CLASSES] treap per exact size unit */
-	uint64_t *bits;          /* [SX_CLASSES / 64] bit: root[i] != 0 */
-	uint64_t *words;         /* [SX_CLASSES / 4096] bit: bits[i] != 0 */
-	uint32_t big, count;     /* sizes >= SX_CLASSES units; elements */
-};
-
-/* 0, or -1 when out of memory. */
-static int sx_init(struct sx_index *x)
-{
-	size_t n = SX_CLASSES * sizeof(uint32_t) + (SX_CLASSES / 64 + SX_CLASSES / 4096) * 8;
-	memset(x, 0, sizeof *x);
-	x->root = calloc(1, n);
-	if (!x->root)
-		return -1;
-	x->bits = (uint64_t *)(x->root + SX_CLASSES);
-	x->words = x->bits + SX_CLASSES / 64;
-	return 0;
-}
-
-static void sx_free_all(struct sx_index *x)
-{
-	free(x->root);
-	memset(x, 0, sizeof *x);
-}
-
-static void sx_insert(struct ca_seg *n, struct sx_index *x, uint32_t h)
-{
-	uint64_t c = n[h].k1 >> SX_SHIFT;
-	x->count++;
-	if (c >= SX_CLASSES) {
-		tr_insert(n, &x->big, h);
-		return;
-	}
-	if (!x->root[c]) {
-		x->bits[c >> 6] |= 1ull << (c & 63);
-		x->words[c >> 12] |= 1ull << ((c >> 6) & 63);
-	}
-	tr_insert(n, &x->root[c], h);
-}
-
-static void sx_erase(struct ca_seg *n, struct sx_index *x, uint32_t h)
-{
-	uint64_t c = n[h].k1 >> SX_SHIFT;
-	x->count--;
-	if (c >= SX_CLASSES) {
-		tr_erase(n, &x->big, h);
-		return;
-	}
-	tr_erase(n, &x->root[c], h);
-	if (!x->root[c]) {
-		x->bits[c >> 6] &= ~(1ull << (c & 63));
-		if (!x->bits[c >> 6])
-			x->words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
-	}
-}
-
-/* The smallest non-empty class >= C (C < SX_CLASSES), or SX_CLASSES. */
-static uint64_t sx_class_from(const struct sx_index *x, uint64_t c)
-{
-	uint64_t w = c >> 6, bits = x->bits[w] & (~0ull << (c & 63));
-	if (bits)
-		return w << 6 | (uint64_t)__builtin_ctzll(bits);
-	uint64_t sw = w >> 6, sbits = x->words[sw] & ((~0ull << (w & 63)) << 1);
-	while (!sbits) {
-		if (++sw == SX_CLASSES / 4096)
-			return SX_CLASSES;
-		sbits = x->words[sw];
-	}
-	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
-	return w << 6 | (uint64_t)__builtin_ctzll(x->bits[w]);
-}
-
-/* The element with the smallest (k1, k2) >= (k1, 0), or 0. */
-static uint32_t sx_find(const struct ca_seg *n, const struct sx_index *x, uint64_t k1)
-{
-	uint64_t c = k1 >> SX_SHIFT;
-	if (c < SX_CLASSES && (c = sx_class_from(x, c)) < SX_CLASSES)
-		return tr_first(n, x->root[c]);
-	return tr_lower_bound(n, x->big, k1, 0);
-}
-
-/* An element of the largest size, or 0. */
-static uint32_t sx_largest(const struct ca_seg *n, const struct sx_index *x)
-{
-	if (x->big)
-		return tr_last(n, x->big);
-	for (uint32_t sw = SX_CLASSES / 4096; sw-- > 0;) {
-		if (!x->words[sw])
-			continue;
-		uint64_t w = (uint64_t)sw << 6 | (uint64_t)(63 - __builtin_clzll(x->words[sw]));
-		return x->root[w << 6 | (uint64_t)(63 - __builtin_clzll(x->bits[w]))];
-	}
-	return 0;
-}
+ORDSET_FIRST_MEMBER(struct ca_seg);
 
 /* ------------------------------------------------------------ state */
 
-struct ca_class { uint64_t cls; struct sx_index ix; };
+struct ca_class { uint64_t cls; struct sizeset ix; };
 
 struct ca_state {
 	struct sim_device *dev;
@@ -294,7 +70,7 @@ struct ca_state {
 	struct ca_seg *segs;         /* slot 0 unused */
 	uint32_t nsegs, capsegs, free_slots;
 	uint32_t last;               /* the segment ending at top, 0 = none */
-	struct sx_index global;      /* ranges free to every stream */
+	struct sizeset global;       /* ranges free to every stream */
 	struct ca_class *cl;         /* ranges free to one stream, by class */
 	uint32_t ncl, capcl;
 	struct u64map live;          /* block addr -> segment */
@@ -350,7 +126,7 @@ static void ca_drop_seg(struct ca_state *s, uint32_t h)
 
 /* The set of class CLS; a new one when CREATE. NULL when there is none (or
  * no memory for it). Classes stay sorted by number. */
-static struct sx_index *ca_index(struct ca_state *s, uint64_t cls, int create)
+static struct sizeset *ca_index(struct ca_state *s, uint64_t cls, int create)
 {
 	if (cls == CA_GLOBAL)
 		return &s->global;
@@ -374,8 +150,8 @@ static struct sx_index *ca_index(struct ca_state *s, uint64_t cls, int create)
 		s->cl = nc;
 		s->capcl = ncap;
 	}
-	struct sx_index ix;
-	if (sx_init(&ix) < 0)
+	struct sizeset ix;
+	if (sizeset_init(&ix, 0) < 0)
 		return NULL;
 	memmove(&s->cl[lo + 1], &s->cl[lo], (s->ncl - lo) * sizeof *s->cl);
 	s->cl[lo] = (struct ca_class){cls, ix};
@@ -386,7 +162,7 @@ static struct sx_index *ca_index(struct ca_state *s, uint64_t cls, int create)
 /* Take free range H out of its set. */
 static void ca_set_erase(struct ca_state *s, uint32_t h)
 {
-	sx_erase(s->segs, ca_index(s, s->segs[h].cls, 0), h);
+	sizeset_erase(ORDSET_NODES(s->segs), ca_index(s, s->segs[h].cls, 0), h);
 	s->segs[h].is_free = 0;
 }
 
@@ -398,34 +174,34 @@ static void ca_range_add(struct ca_state *s, uint32_t h, uint64_t cls)
 	uint32_t pv = g->prev, nx = g->next;
 	if (pv && s->segs[pv].is_free && s->segs[pv].cls == cls) {
 		ca_set_erase(s, pv);
-		g->k2 = s->segs[pv].k2;
-		g->k1 += s->segs[pv].k1;
+		g->off = s->segs[pv].off;
+		g->units += s->segs[pv].units;
 		ca_drop_seg(s, pv);
 	}
 	if (nx && s->segs[nx].is_free && s->segs[nx].cls == cls) {
 		ca_set_erase(s, nx);
-		g->k1 += s->segs[nx].k1;
+		g->units += s->segs[nx].units;
 		ca_drop_seg(s, nx);
 	}
 	if (cls == CA_GLOBAL && !g->next) {
-		s->top = s->base + g->k2 * CA_ROUND;
+		s->top = s->base + g->off * CA_ROUND;
 		ca_drop_seg(s, h);
 		return;
 	}
-	struct sx_index *ix = ca_index(s, cls, 1);
+	struct sizeset *ix = ca_index(s, cls, 1);
 	if (!ix)
 		return;    /* out of host memory: the range is simply lost */
 	g = &s->segs[h];
 	g->is_free = 1;
 	g->cls = cls;
-	sx_insert(s->segs, ix, h);
+	sizeset_insert(ORDSET_NODES(s->segs), ix, h);
 }
 
 /* Best fit in class CLS: the range's segment, or 0. */
 static uint32_t ca_fit(struct ca_state *s, uint64_t cls, uint64_t size)
 {
-	struct sx_index *ix = ca_index(s, cls, 0);
-	return ix ? sx_find(s->segs, ix, size / CA_ROUND) : 0;
+	struct sizeset *ix = ca_index(s, cls, 0);
+	return ix ? sizeset_find(ORDSET_NODES(s->segs), ix, size / CA_ROUND) : 0;
 }
 
 /* ---------------------------------------------------------- pages */
@@ -564,7 +340,7 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		if (a + size > s->base + CA_VA_BYTES)
 			return POLICY_OOM;
 	} else {
-		a = s->base + s->segs[h].k2 * CA_ROUND;
+		a = s->base + s->segs[h].off * CA_ROUND;
 	}
 	if (ca_pages_cover(s, (a + size - 1 - s->base) / CA_PAGE) < 0)
 		return POLICY_OOM;
@@ -582,7 +358,7 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		h = ca_new_seg(s);
 		if (!h)
 			return POLICY_OOM;
-		s->segs[h] = (struct ca_seg){.k1 = size / CA_ROUND, .k2 = (a - s->base) / CA_ROUND,
+		s->segs[h] = (struct ca_seg){.units = size / CA_ROUND, .off = (a - s->base) / CA_ROUND,
 					     .prev = s->last};
 		if (s->last)
 			s->segs[s->last].next = h;
@@ -590,20 +366,20 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		s->top = a + size;
 	} else {
 		struct ca_seg *g = &s->segs[h];
-		uint64_t rsize = g->k1 * CA_ROUND;
+		uint64_t rsize = g->units * CA_ROUND;
 		cls = g->cls;
 		ca_set_erase(s, h);
-		g->k1 = size / CA_ROUND;
+		g->units = size / CA_ROUND;
 		if (rsize > size) {
 			uint32_t t = ca_new_seg(s);
 			g = &s->segs[h];     /* segs may have moved */
 			if (!t) {
-				g->k1 = rsize / CA_ROUND;
+				g->units = rsize / CA_ROUND;
 				ca_range_add(s, h, cls);
 				return POLICY_OOM;
 			}
-			s->segs[t] = (struct ca_seg){.k1 = (rsize - size) / CA_ROUND,
-						     .k2 = (a + size - s->base) / CA_ROUND,
+			s->segs[t] = (struct ca_seg){.units = (rsize - size) / CA_ROUND,
+						     .off = (a + size - s->base) / CA_ROUND,
 						     .prev = h, .next = g->next};
 			if (g->next)
 				s->segs[g->next].prev = t;
@@ -635,7 +411,7 @@ static void ca_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 	(void)block_bytes;
 	if (!u64map_del(&s->live, addr, &h))
 		return;
-	uint64_t size = s->segs[h].k1 * CA_ROUND;
+	uint64_t size = s->segs[h].units * CA_ROUND;
 	ca_use(s, addr, size, -1);
 	s->used -= size;
 	ca_range_add(s, (uint32_t)h, ca_cls(stream));
@@ -646,7 +422,7 @@ static void ca_publish(struct ca_state *s)
 {
 	for (uint32_t i = 0; i < s->ncl; i++) {
 		uint32_t h;
-		while ((h = sx_find(s->segs, &s->cl[i].ix, 0)) != 0) {
+		while ((h = sizeset_find(ORDSET_NODES(s->segs), &s->cl[i].ix, 0)) != 0) {
 			ca_set_erase(s, h);
 			ca_range_add(s, h, CA_GLOBAL);
 		}
@@ -688,7 +464,7 @@ static int ca_init(void *st, const char *conf, const struct policy_env *env,
 	if (r < 0)
 		return -1;
 	memset(s, 0, sizeof *s);
-	if (sx_init(&s->global) < 0) {
+	if (sizeset_init(&s->global, 0) < 0) {
 		snprintf(err, errlen, "cuda_async: out of memory");
 		return -1;
 	}
@@ -702,14 +478,14 @@ static int ca_init(void *st, const char *conf, const struct policy_env *env,
 static void ca_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct ca_state *s = st;
-	uint32_t top = sx_largest(s->segs, &s->global);
+	uint32_t top = sizeset_largest(ORDSET_NODES(s->segs), &s->global);
 	emit(ctx, "reserved_mem_current", (int64_t)(s->mapped_pages * CA_PAGE));
 	emit(ctx, "reserved_mem_high", (int64_t)s->reserved_high);
 	emit(ctx, "used_mem_current", (int64_t)s->used);
 	emit(ctx, "used_mem_high", (int64_t)s->used_high);
 	emit(ctx, "release_threshold", (int64_t)s->release_threshold);
 	emit(ctx, "largest_free_block",
-	     top ? (int64_t)s->segs[top].k1 * (int64_t)CA_ROUND : 0);
+	     top ? (int64_t)s->segs[top].units * (int64_t)CA_ROUND : 0);
 	emit(ctx, "cached_free_bytes", (int64_t)((s->mapped_pages - s->busy_pages) * CA_PAGE));
 	emit(ctx, "num_trims", (int64_t)s->trims);
 }
@@ -721,9 +497,9 @@ static void ca_fini(void *st)
 		device_unmap(s->dev, s->base, s->mapped_pages * CA_PAGE);
 	free(s->segs);
 	free(s->pages);
-	sx_free_all(&s->global);
+	sizeset_free(&s->global);
 	for (uint32_t i = 0; i < s->ncl; i++)
-		sx_free_all(&s->cl[i].ix);
+		sizeset_free(&s->cl[i].ix);
 	free(s->cl);
 	u64map_free(&s->live);
 	free(s->idle);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "ordset.h"
 
 #define OP_ROUND 256ull
 #define OP_NEVER UINT32_MAX      /* a buffer the trace never frees */
@@ -36,221 +37,15 @@
 
 /*
  * A node: in the planner, a segment of [0, top) (a placed buffer or a gap;
- * gaps are keyed (size, offset) for best fit); in the replay, a block served
- * from the arena, keyed (offset, 0).
+ * gaps are keyed (size, offset) in a sizeset for best fit); in the replay, a
+ * block served from the arena, keyed (offset, 0) in an ordset (ordset.h).
  */
 struct op_node {
-	uint64_t k1, k2;
-	uint32_t l, r, p, pri;  /* set links; l: free-slot link when unused */
+	struct ordset_node node; /* set links and key; node.l: free-slot link when unused */
 	uint32_t prev, next;    /* planner: address neighbours, 0 = none */
 	uint64_t size;          /* replay: block bytes; planner: 1 for a gap */
 };
-
-/* ------------------------------------- intrusive ordered set (treap) */
-
-/*
- * Treaps threaded through a node array itself (node i is element i, 0 =
- * none), keyed by (k1, k2) and linked to the parent, so an element leaves
- * its set by handle with no search and joining one allocates nothing.
- * Priorities are a hash of the key: the shape, like every result, is the
- * same on every run. Expected O(log n) search, O(1) rotations. Both the
- * planner's segments and the replay's live blocks are struct op_node.
- */
-static uint32_t tr_prio(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-	x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29;
-	x *= 0x94d049bb133111ebull; x ^= x >> 32;
-	return (uint32_t)x;
-}
-
-static inline int tr_lt(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2)
-{
-	return a1 < b1 || (a1 == b1 && a2 < b2);
-}
-
-/* Lift X above its parent, keeping the in-order sequence. */
-static void tr_rotate_up(struct op_node *n, uint32_t *root, uint32_t x)
-{
-	uint32_t p = n[x].p, g = n[p].p, c;
-	if (n[p].l == x) {
-		c = n[x].r;
-		n[p].l = c;
-		n[x].r = p;
-	} else {
-		c = n[x].l;
-		n[p].r = c;
-		n[x].l = p;
-	}
-	if (c)
-		n[c].p = p;
-	n[p].p = x;
-	n[x].p = g;
-	if (!g)
-		*root = x;
-	else if (n[g].l == p)
-		n[g].l = x;
-	else
-		n[g].r = x;
-}
-
-/* Add X, whose key is set and not in the set yet. */
-static void tr_insert(struct op_node *n, uint32_t *root, uint32_t x)
-{
-	uint64_t k1 = n[x].k1, k2 = n[x].k2;
-	uint32_t cur = *root, par = 0;
-	int left = 0;
-	while (cur) {
-		par = cur;
-		left = tr_lt(k1, k2, n[cur].k1, n[cur].k2);
-		cur = left ? n[cur].l : n[cur].r;
-	}
-	n[x].l = n[x].r = 0;
-	n[x].p = par;
-	n[x].pri = tr_prio(k1, k2);
-	if (!par)
-		*root = x;
-	else if (left)
-		n[par].l = x;
-	else
-		n[par].r = x;
-	while (n[x].p && n[n[x].p].pri < n[x].pri)
-		tr_rotate_up(n, root, x);
-}
-
-/* Take X out of the set. */
-static void tr_erase(struct op_node *n, uint32_t *root, uint32_t x)
-{
-	while (n[x].l && n[x].r)
-		tr_rotate_up(n, root, n[n[x].l].pri > n[n[x].r].pri ? n[x].l : n[x].r);
-	uint32_t c = n[x].l ? n[x].l : n[x].r, p = n[x].p;
-	if (c)
-		n[c].p = p;
-	if (!p)
-		*root = c;
-	else if (n[p].l == x)
-		n[p].l = c;
-	else
-		n[p].r = c;
-}
-
-/* The smallest element >= (k1,k2), or 0. */
-static uint32_t tr_lower_bound(const struct op_node *n, uint32_t root, uint64_t k1, uint64_t k2)
-{
-	uint32_t cur = root, best = 0;
-	while (cur) {
-		if (tr_lt(n[cur].k1, n[cur].k2, k1, k2)) {
-			cur = n[cur].r;
-		} else {
-			best = cur;
-			cur = n[cur].l;
-		}
-	}
-	return best;
-}
-
-/* The smallest element, or 0. */
-static uint32_t tr_first(const struct op_node *n, uint32_t root)
-{
-	uint32_t cur = root;
-	while (cur && n[cur].l)
-		cur = n[cur].l;
-	return cur;
-}
-
-/* ---------------------------------------------- ordered set by size */
-
-/*
- * Free pieces ordered by (k1, k2) = (size, address), for best fit. Sizes
- * below SX_CLASSES units each have their own treap (by address, usually a
- * node or two), found through a two-level bitmap of non-empty sizes, so a
- * best-fit search costs a few word scans instead of a descent through every
- * free piece; larger sizes share one treap by (size, address).
- */
-#define SX_CLASSES (1u << 16)
-#define SX_SHIFT 8               /* k1 is the size in bytes, a multiple of 256 */
-
-struct sx_index {
-	uint32_t *root;          /* [SX_CLASSES] treap per exact size unit */
-	uint64_t *bits;          /* [SX_CLASSES / 64] bit: root[i] != 0 */
-	uint64_t *words;         /* [SX_CLASSES / 4096] bit: bits[i] != 0 */
-	uint32_t big, count;     /* sizes >= SX_CLASSES units; elements */
-};
-
-/* 0, or -1 when out of memory. */
-static int sx_init(struct sx_index *x)
-{
-	size_t n = SX_CLASSES * sizeof(uint32_t) + (SX_CLASSES / 64 + SX_CLASSES / 4096) * 8;
-	memset(x, 0, sizeof *x);
-	x->root = calloc(1, n);
-	if (!x->root)
-		return -1;
-	x->bits = (uint64_t *)(x->root + SX_CLASSES);
-	x->words = x->bits + SX_CLASSES / 64;
-	return 0;
-}
-
-static void sx_free_all(struct sx_index *x)
-{
-	free(x->root);
-	memset(x, 0, sizeof *x);
-}
-
-static void sx_insert(struct op_node *n, struct sx_index *x, uint32_t h)
-{
-	uint64_t c = n[h].k1 >> SX_SHIFT;
-	x->count++;
-	if (c >= SX_CLASSES) {
-		tr_insert(n, &x->big, h);
-		return;
-	}
-	if (!x->root[c]) {
-		x->bits[c >> 6] |= 1ull << (c & 63);
-		x->words[c >> 12] |= 1ull << ((c >> 6) & 63);
-	}
-	tr_insert(n, &x->root[c], h);
-}
-
-static void sx_erase(struct op_node *n, struct sx_index *x, uint32_t h)
-{
-	uint64_t c = n[h].k1 >> SX_SHIFT;
-	x->count--;
-	if (c >= SX_CLASSES) {
-		tr_erase(n, &x->big, h);
-		return;
-	}
-	tr_erase(n, &x->root[c], h);
-	if (!x->root[c]) {
-		x->bits[c >> 6] &= ~(1ull << (c & 63));
-		if (!x->bits[c >> 6])
-			x->words[c >> 12] &= ~(1ull << ((c >> 6) & 63));
-	}
-}
-
-/* The smallest non-empty class >= C (C < SX_CLASSES), or SX_CLASSES. */
-static uint64_t sx_class_from(const struct sx_index *x, uint64_t c)
-{
-	uint64_t w = c >> 6, bits = x->bits[w] & (~0ull << (c & 63));
-	if (bits)
-		return w << 6 | (uint64_t)__builtin_ctzll(bits);
-	uint64_t sw = w >> 6, sbits = x->words[sw] & ((~0ull << (w & 63)) << 1);
-	while (!sbits) {
-		if (++sw == SX_CLASSES / 4096)
-			return SX_CLASSES;
-		sbits = x->words[sw];
-	}
-	w = sw << 6 | (uint64_t)__builtin_ctzll(sbits);
-	return w << 6 | (uint64_t)__builtin_ctzll(x->bits[w]);
-}
-
-/* The element with the smallest (k1, k2) >= (k1, 0), or 0. */
-static uint32_t sx_find(const struct op_node *n, const struct sx_index *x, uint64_t k1)
-{
-	uint64_t c = k1 >> SX_SHIFT;
-	if (c < SX_CLASSES && (c = sx_class_from(x, c)) < SX_CLASSES)
-		return tr_first(n, x->root[c]);
-	return tr_lower_bound(n, x->big, k1, 0);
-}
+ORDSET_FIRST_MEMBER(struct op_node);
 
 /* ------------------------------------------------------------ state */
 
@@ -361,7 +156,7 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 struct op_planner {
 	struct op_node *n;             /* segments, slot 0 unused */
 	uint32_t used, cap, free_slots, last;
-	struct sx_index gaps;          /* gaps below the top, by (size, offset) */
+	struct sizeset gaps;           /* gaps below the top, by (size, offset) */
 };
 
 /* A segment slot, or 0 when out of memory. */
@@ -369,7 +164,7 @@ static uint32_t op_seg_new(struct op_planner *pl)
 {
 	if (pl->free_slots) {
 		uint32_t h = pl->free_slots;
-		pl->free_slots = pl->n[h].l;
+		pl->free_slots = pl->n[h].node.l;
 		return h;
 	}
 	if (pl->used + 1 >= pl->cap) {
@@ -393,7 +188,7 @@ static void op_seg_drop(struct op_planner *pl, uint32_t h)
 		pl->n[g->next].prev = g->prev;
 	else
 		pl->last = g->prev;
-	g->l = pl->free_slots;
+	g->node.l = pl->free_slots;
 	pl->free_slots = h;
 }
 
@@ -409,37 +204,37 @@ static int op_plan_bestfit(struct op_state *s, uint64_t *out)
 	uint32_t *seg_of = malloc(((size_t)s->nbufs + 1) * sizeof *seg_of);
 	uint64_t top = 0, peak = 0;
 	int rc = -1;
-	if (!seg_of || sx_init(&pl.gaps) < 0)
+	if (!seg_of || sizeset_init(&pl.gaps, 8) < 0)
 		goto out;
 	for (uint32_t e = 0; e < s->nevents; e++) {
 		uint32_t i = s->events[e] & ~OP_FREE_BIT;
 		uint64_t size = op_round(s->bufs[i].size);
 		if (!(s->events[e] & OP_FREE_BIT)) {
-			uint32_t h = sx_find(pl.n, &pl.gaps, size);
+			uint32_t h = sizeset_find(ORDSET_NODES(pl.n), &pl.gaps, size);
 			if (h) {
-				uint64_t g = pl.n[h].k2, gs = pl.n[h].k1;
-				sx_erase(pl.n, &pl.gaps, h);
-				pl.n[h].k1 = size;
+				uint64_t g = pl.n[h].node.k2, gs = pl.n[h].node.k1;
+				sizeset_erase(ORDSET_NODES(pl.n), &pl.gaps, h);
+				pl.n[h].node.k1 = size;
 				pl.n[h].size = 0;
 				if (gs > size) {
 					uint32_t t = op_seg_new(&pl);
 					if (!t)
 						goto out;
-					pl.n[t] = (struct op_node){.k1 = gs - size, .k2 = g + size, .size = 1,
+					pl.n[t] = (struct op_node){.node.k1 = gs - size, .node.k2 = g + size, .size = 1,
 								   .prev = h, .next = pl.n[h].next};
 					if (pl.n[h].next)
 						pl.n[pl.n[h].next].prev = t;
 					else
 						pl.last = t;
 					pl.n[h].next = t;
-					sx_insert(pl.n, &pl.gaps, t);
+					sizeset_insert(ORDSET_NODES(pl.n), &pl.gaps, t);
 				}
 				s->bufs[i].off = g;
 			} else {
 				h = op_seg_new(&pl);
 				if (!h)
 					goto out;
-				pl.n[h] = (struct op_node){.k1 = size, .k2 = top, .prev = pl.last};
+				pl.n[h] = (struct op_node){.node.k1 = size, .node.k2 = top, .prev = pl.last};
 				if (pl.last)
 					pl.n[pl.last].next = h;
 				pl.last = h;
@@ -453,30 +248,30 @@ static int op_plan_bestfit(struct op_state *s, uint64_t *out)
 		}
 		uint32_t h = seg_of[i], pv = pl.n[h].prev, nx = pl.n[h].next;
 		if (pv && pl.n[pv].size) {             /* merge with the gap below */
-			sx_erase(pl.n, &pl.gaps, pv);
-			pl.n[h].k1 += pl.n[pv].k1;
-			pl.n[h].k2 = pl.n[pv].k2;
+			sizeset_erase(ORDSET_NODES(pl.n), &pl.gaps, pv);
+			pl.n[h].node.k1 += pl.n[pv].node.k1;
+			pl.n[h].node.k2 = pl.n[pv].node.k2;
 			op_seg_drop(&pl, pv);
 		}
 		if (nx && pl.n[nx].size) {             /* and the gap above */
-			sx_erase(pl.n, &pl.gaps, nx);
-			pl.n[h].k1 += pl.n[nx].k1;
+			sizeset_erase(ORDSET_NODES(pl.n), &pl.gaps, nx);
+			pl.n[h].node.k1 += pl.n[nx].node.k1;
 			op_seg_drop(&pl, nx);
 		}
 		if (!pl.n[h].next) {
-			top = pl.n[h].k2;
+			top = pl.n[h].node.k2;
 			op_seg_drop(&pl, h);
 			continue;
 		}
 		pl.n[h].size = 1;
-		sx_insert(pl.n, &pl.gaps, h);
+		sizeset_insert(ORDSET_NODES(pl.n), &pl.gaps, h);
 	}
 	*out = peak;
 	rc = 0;
 out:
 	free(seg_of);
 	free(pl.n);
-	sx_free_all(&pl.gaps);
+	sizeset_free(&pl.gaps);
 	return rc;
 }
 
@@ -622,22 +417,22 @@ static int op_place(struct op_state *s, uint64_t off, uint64_t size)
 	int left = 0;
 	while (cur) {
 		par = cur;
-		left = off < s->nodes[cur].k1;
+		left = off < s->nodes[cur].node.k1;
 		if (left) {
 			succ = cur;
-			cur = s->nodes[cur].l;
+			cur = s->nodes[cur].node.l;
 		} else {
 			pred = cur;
-			cur = s->nodes[cur].r;
+			cur = s->nodes[cur].node.r;
 		}
 	}
-	if (pred && s->nodes[pred].k1 + s->nodes[pred].size > off)
+	if (pred && s->nodes[pred].node.k1 + s->nodes[pred].size > off)
 		return 0;
-	if (succ && s->nodes[succ].k1 < off + size)
+	if (succ && s->nodes[succ].node.k1 < off + size)
 		return 0;
 	uint32_t x = s->free_nodes;
 	if (x) {
-		s->free_nodes = s->nodes[x].l;
+		s->free_nodes = s->nodes[x].node.l;
 	} else {
 		if (s->nnodes + 1 >= s->capnodes) {
 			uint32_t ncap = s->capnodes ? s->capnodes * 2 : 256;
@@ -650,19 +445,19 @@ static int op_place(struct op_state *s, uint64_t off, uint64_t size)
 		x = ++s->nnodes;
 	}
 	if (u64map_put(&s->served, off, x) < 0) {
-		s->nodes[x].l = s->free_nodes;
+		s->nodes[x].node.l = s->free_nodes;
 		s->free_nodes = x;
 		return 0;
 	}
-	s->nodes[x] = (struct op_node){.k1 = off, .p = par, .pri = tr_prio(off, 0), .size = size};
+	s->nodes[x] = (struct op_node){.node = {.k1 = off, .p = par, .pri = ordset_prio(off, 0)},
+				       .size = size};
 	if (!par)
 		s->live_iv = x;
 	else if (left)
-		s->nodes[par].l = x;
+		s->nodes[par].node.l = x;
 	else
-		s->nodes[par].r = x;
-	while (s->nodes[x].p && s->nodes[s->nodes[x].p].pri < s->nodes[x].pri)
-		tr_rotate_up(s->nodes, &s->live_iv, x);
+		s->nodes[par].node.r = x;
+	ordset_sift_up(ORDSET_NODES(s->nodes), &s->live_iv, x);
 	return 1;
 }
 
@@ -727,8 +522,8 @@ static void op_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 		uint64_t n;
 		if (u64map_del(&s->served, addr - s->arena, &n)) {
 			s->arena_live -= s->nodes[n].size;
-			tr_erase(s->nodes, &s->live_iv, n);
-			s->nodes[n].l = s->free_nodes;
+			ordset_erase(ORDSET_NODES(s->nodes), &s->live_iv, n);
+			s->nodes[n].node.l = s->free_nodes;
 			s->free_nodes = n;
 		}
 	}
@@ -760,12 +555,12 @@ static uint64_t op_largest_gap(const struct op_state *s, uint32_t t, uint64_t *c
 {
 	if (!t)
 		return 0;
-	uint64_t best = op_largest_gap(s, s->nodes[t].l, cursor);
-	uint64_t off = s->nodes[t].k1;
+	uint64_t best = op_largest_gap(s, s->nodes[t].node.l, cursor);
+	uint64_t off = s->nodes[t].node.k1;
 	if (off > *cursor && off - *cursor > best)
 		best = off - *cursor;
 	*cursor = off + s->nodes[t].size;
-	uint64_t r = op_largest_gap(s, s->nodes[t].r, cursor);
+	uint64_t r = op_largest_gap(s, s->nodes[t].node.r, cursor);
 	return r > best ? r : best;
 }
 

@@ -52,6 +52,10 @@ enum policy_control {
 	POLICY_CTL_EMPTY_CACHE = 0, /* release cached memory (empty_cache) */
 	POLICY_CTL_SYNC,            /* the host synchronised with the device */
 	POLICY_CTL_STEP,            /* a training step boundary */
+	/* NVTX range begin/end: ARG is (uintptr_t) of the range's name, a
+	 * NUL-terminated string valid only during the call */
+	POLICY_CTL_NVTX_BEGIN,
+	POLICY_CTL_NVTX_END,
 };
 
 /* Stats sink: a policy emits its own figures under the framework's names. */
@@ -93,7 +97,13 @@ struct alloc_policy {
 	int (*prepass_done)(void *st, char *err, size_t errlen);
 	/* Release everything the policy holds. */
 	void (*fini)(void *st);
+	/* Optional: POLICY_F_* bits (0 = none). */
+	unsigned flags;
 };
+
+/* The engine forwards NVTX range begins/ends (POLICY_CTL_NVTX_*) only to
+ * policies that ask, so older control() callbacks never see new values. */
+#define POLICY_F_NVTX 1u
 
 /* ---------------------------------------------------------- registry */
 

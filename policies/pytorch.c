@@ -63,17 +63,21 @@
 
 struct pt_eseg;
 
+/* Key and treap links come first and a block fills two cache lines
+ * exactly: a tree descent touches one line per block. */
 struct pt_block {
-	uint64_t addr, size, requested;
+	_Alignas(64) uint64_t addr;
+	uint64_t size;
+	uint32_t stream, prio;        /* prio: treap heap priority */
+	struct pt_block *l, *r, *up;  /* treap links (up: parent) */
+	struct pt_tree *set;          /* the treap holding it, or NULL */
+	uint64_t requested;
 	uint64_t gc_base;             /* pool's search count when put back */
-	uint32_t stream;
 	uint8_t small;                /* which pool */
 	uint8_t allocated, mapped;
 	uint8_t live;                 /* in use (not on the free list) */
 	struct pt_eseg *eseg;         /* expandable segment, or NULL */
 	struct pt_block *prev, *next; /* neighbours inside the segment */
-	struct pt_block *l, *r;       /* treap links */
-	uint32_t prio;
 };
 
 /* One expandable segment: a virtual range mapped page by page. */
@@ -160,9 +164,11 @@ static struct pt_block *block_new(struct pytorch_state *s)
 			s->chunks = na;
 			s->capchunks = nc;
 		}
-		struct pt_block *c = calloc(BLOCKS_PER_CHUNK, sizeof *c);
+		struct pt_block *c = aligned_alloc(_Alignof(struct pt_block),
+						   BLOCKS_PER_CHUNK * sizeof *c);
 		if (!c)
 			return NULL;
+		memset(c, 0, BLOCKS_PER_CHUNK * sizeof *c);
 		s->chunks[s->nchunks++] = c;
 		for (size_t i = 0; i < BLOCKS_PER_CHUNK; i++) {
 			c[i].next = s->free_list;
@@ -192,96 +198,98 @@ static void block_delete(struct pytorch_state *s, struct pt_block *b)
 
 /* ------------------------------------------------------------- treap */
 
-/* <0, 0, >0 as block A sorts before, with, after the key (stream, v, addr). */
-static int key_cmp(enum pt_order o, const struct pt_block *a, uint32_t stream,
-		   uint64_t size, uint64_t addr)
+/*
+ * Non-recursive treaps linked to the parent, so a block leaves its set by
+ * handle (no search from the root) and every operation is a loop. The
+ * heap keeps the larger prio on top; ties in key cannot happen (addresses
+ * are unique inside a pool). Not the index-based ordset.h the block
+ * policies share: blocks here are pointers into slabs, referenced as
+ * pointers throughout.
+ */
+
+/*
+ * 1 when (stream, size, addr) A sorts before B; SIZED 0 leaves size out
+ * (order by address). Written without branches: in a descent the outcome
+ * is a coin toss, so a mispredicted jump per level would cost more than
+ * the few extra compares.
+ */
+static inline int key_lt(uint32_t as, uint64_t az, uint64_t aa,
+			 uint32_t bs, uint64_t bz, uint64_t ba, int sized)
 {
-	if (a->stream != stream)
-		return a->stream < stream ? -1 : 1;
-	if (o == PT_BY_SIZE && a->size != size)
-		return a->size < size ? -1 : 1;
-	if (a->addr != addr)
-		return a->addr < addr ? -1 : 1;
-	return 0;
+	az = sized ? az : 0;
+	bz = sized ? bz : 0;
+	return (as < bs) | ((as == bs) & ((az < bz) | ((az == bz) & (aa < ba))));
 }
 
-static struct pt_block *rot_right(struct pt_block *t)
+/* Lift X above its parent, keeping the in-order sequence. */
+static void rotate_up(struct pt_tree *tr, struct pt_block *x)
 {
-	struct pt_block *l = t->l;
-	t->l = l->r;
-	l->r = t;
-	return l;
-}
-
-static struct pt_block *rot_left(struct pt_block *t)
-{
-	struct pt_block *r = t->r;
-	t->r = r->l;
-	r->l = t;
-	return r;
-}
-
-static struct pt_block *treap_insert(enum pt_order o, struct pt_block *t, struct pt_block *b)
-{
-	if (!t)
-		return b;
-	if (key_cmp(o, b, t->stream, t->size, t->addr) < 0) {
-		t->l = treap_insert(o, t->l, b);
-		if (t->l->prio > t->prio)
-			t = rot_right(t);
+	struct pt_block *p = x->up, *g = p->up, *c;
+	if (p->l == x) {
+		c = x->r;
+		p->l = c;
+		x->r = p;
 	} else {
-		t->r = treap_insert(o, t->r, b);
-		if (t->r->prio > t->prio)
-			t = rot_left(t);
+		c = x->l;
+		p->r = c;
+		x->l = p;
 	}
-	return t;
-}
-
-static struct pt_block *treap_join(struct pt_block *a, struct pt_block *b)
-{
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	if (a->prio > b->prio) {
-		a->r = treap_join(a->r, b);
-		return a;
-	}
-	b->l = treap_join(a, b->l);
-	return b;
-}
-
-static struct pt_block *treap_remove(enum pt_order o, struct pt_block *t,
-				     const struct pt_block *b, int *found)
-{
-	if (!t)
-		return NULL;
-	if (t == b) {
-		*found = 1;
-		return treap_join(t->l, t->r);
-	}
-	if (key_cmp(o, b, t->stream, t->size, t->addr) < 0)
-		t->l = treap_remove(o, t->l, b, found);
+	if (c)
+		c->up = p;
+	p->up = x;
+	x->up = g;
+	if (!g)
+		tr->root = x;
+	else if (g->l == p)
+		g->l = x;
 	else
-		t->r = treap_remove(o, t->r, b, found);
-	return t;
+		g->r = x;
 }
 
 static void tree_insert(struct pt_tree *tr, struct pt_block *b)
 {
+	struct pt_block *cur = tr->root, *par = NULL;
+	int left = 0;
+	while (cur) {
+		par = cur;
+		left = key_lt(b->stream, b->size, b->addr, cur->stream, cur->size, cur->addr,
+			      tr->order == PT_BY_SIZE);
+		cur = left ? cur->l : cur->r;
+	}
 	b->l = b->r = NULL;
-	tr->root = treap_insert(tr->order, tr->root, b);
+	b->up = par;
+	b->set = tr;
+	if (!par)
+		tr->root = b;
+	else if (left)
+		par->l = b;
+	else
+		par->r = b;
+	while (b->up && b->up->prio < b->prio)
+		rotate_up(tr, b);
 	tr->n++;
 }
 
+/* Take B out of TR; 0 when it was not there. */
 static int tree_remove(struct pt_tree *tr, struct pt_block *b)
 {
-	int found = 0;
-	tr->root = treap_remove(tr->order, tr->root, b, &found);
-	if (found)
-		tr->n--;
-	b->l = b->r = NULL;
-	return found;
+	if (b->set != tr)
+		return 0;
+	while (b->l && b->r)
+		rotate_up(tr, b->l->prio > b->r->prio ? b->l : b->r);
+	struct pt_block *c = b->l ? b->l : b->r, *p = b->up;
+	if (c)
+		c->up = p;
+	if (!p)
+		tr->root = c;
+	else if (p->l == b)
+		p->l = c;
+	else
+		p->r = c;
+	b->l = b->r = b->up = NULL;
+	b->set = NULL;
+	tr->n--;
+	return 1;
 }
 
 /* First block >= key (stream, size, addr), or NULL. */
@@ -289,30 +297,27 @@ static struct pt_block *tree_lower_bound(const struct pt_tree *tr, uint32_t stre
 					 uint64_t size, uint64_t addr)
 {
 	struct pt_block *t = tr->root, *best = NULL;
+	int sized = tr->order == PT_BY_SIZE;
 	while (t) {
-		if (key_cmp(tr->order, t, stream, size, addr) >= 0) {
-			best = t;
-			t = t->l;
-		} else {
-			t = t->r;
-		}
+		int lt = key_lt(t->stream, t->size, t->addr, stream, size, addr, sized);
+		best = lt ? best : t;
+		t = lt ? t->r : t->l;
 	}
 	return best;
 }
 
-/* The block after B in the set's order. */
-static struct pt_block *tree_next(const struct pt_tree *tr, const struct pt_block *b)
+/* The block after B (which is in the set) in the set's order. */
+static struct pt_block *tree_next(const struct pt_block *b)
 {
-	struct pt_block *t = tr->root, *best = NULL;
-	while (t) {
-		if (key_cmp(tr->order, t, b->stream, b->size, b->addr) > 0) {
-			best = t;
-			t = t->l;
-		} else {
-			t = t->r;
-		}
+	if (b->r) {
+		b = b->r;
+		while (b->l)
+			b = b->l;
+		return (struct pt_block *)b;
 	}
-	return best;
+	while (b->up && b->up->r == b)
+		b = b->up;
+	return b->up;
 }
 
 /* The last block < key, or NULL. */
@@ -320,13 +325,11 @@ static struct pt_block *tree_before(const struct pt_tree *tr, uint32_t stream,
 				    uint64_t size, uint64_t addr)
 {
 	struct pt_block *t = tr->root, *best = NULL;
+	int sized = tr->order == PT_BY_SIZE;
 	while (t) {
-		if (key_cmp(tr->order, t, stream, size, addr) < 0) {
-			best = t;
-			t = t->r;
-		} else {
-			t = t->l;
-		}
+		int lt = key_lt(t->stream, t->size, t->addr, stream, size, addr, sized);
+		best = lt ? t : best;
+		t = lt ? t->r : t->l;
 	}
 	return best;
 }
@@ -538,7 +541,7 @@ static struct pt_block *find_expandable(struct pytorch_state *s, struct pt_pool 
 					uint32_t stream, uint64_t size)
 {
 	for (struct pt_block *c = tree_lower_bound(&p->unmapped, stream, 0, 0);
-	     c && c->stream == stream; c = tree_next(&p->unmapped, c)) {
+	     c && c->stream == stream; c = tree_next(c)) {
 		struct pt_block *start = allocatable(c->prev) ? c->prev : c;
 		uint64_t bytes = 0;
 		for (struct pt_block *b = start; bytes < size && allocatable(b); b = b->next)
@@ -803,7 +806,7 @@ static struct pt_block *get_free_block(struct pytorch_state *s, struct pt_pool *
 	if (it->eseg) {
 		/* an expandable block counts as the size it can grow to */
 		for (;;) {
-			struct pt_block *nx = tree_next(&p->blocks, it);
+			struct pt_block *nx = tree_next(it);
 			if (!it->eseg || !nx || nx->stream != stream)
 				break;
 			uint64_t es_nx = nx->size + (nx->next && !nx->next->mapped ? nx->next->size : 0);
@@ -876,7 +879,8 @@ static int pt_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		uint32_t prio = rest->prio;
 		*rest = *b;
 		rest->prio = prio;
-		rest->l = rest->r = NULL;
+		rest->l = rest->r = rest->up = NULL;
+		rest->set = NULL;
 		rest->addr = b->addr + size;
 		rest->size = b->size - size;
 		rest->prev = b;

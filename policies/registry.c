@@ -13,6 +13,7 @@ extern const struct alloc_policy policy_bfc;
 extern const struct alloc_policy policy_cuda_async;
 extern const struct alloc_policy policy_buddy;
 extern const struct alloc_policy policy_optimal;
+extern const struct alloc_policy policy_caching;
 
 const struct alloc_policy *const policy_table[] = {
 	&policy_cuda_malloc,
@@ -21,6 +22,7 @@ const struct alloc_policy *const policy_table[] = {
 	&policy_cuda_async,
 	&policy_buddy,
 	&policy_optimal,
+	&policy_caching,
 	NULL,
 };
 

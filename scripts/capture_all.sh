@@ -17,10 +17,14 @@
 #   2. CNN heuristic/min-workspace sweeps (no timing involved), CNN captures
 #      and the PyTorch recipe (capture + truth) for every model and batch,
 #      four recipe lanes side by side (their step times are contended);
+#   big. (inside phase 1, GPU still quiet) the three CNN sweeps again at
+#      CNN_BIG_IMAGE (224) with CNN_BIG_STEPS (2) steps, no capture: larger
+#      workspaces, closer to the 1 GiB workspace limit;
 #   3. quiet again: ResNet-50 b32/b64 step times with the caching allocator,
 #      without it, and without it under capture; capture/overhead.sh 3 times.
 # Environment: CNN_IMAGE (64), CNN_STEPS (4), CNN_BATCHES ("8 16 32 64 128
-# 256"), TORCH_BATCHES ("16 32 64 128"), DEADLINE_S (520: later phases are
+# 256"), TORCH_BATCHES ("16 32 64 128"), PHASES ("1 big 2 3": which
+# phases run), SKIP_ENV=1, DEADLINE_S (560: later phases are
 # cut short so the whole run ends by then), SKIP_BUILD=1, PREBUILT (see
 # below), PYTHON (python3).
 set -u
@@ -39,7 +43,11 @@ img=${CNN_IMAGE:-64}
 steps=${CNN_STEPS:-4}
 cnn_batches=${CNN_BATCHES:-8 16 32 64 128 256}
 torch_batches=${TORCH_BATCHES:-16 32 64 128}
-deadline=${DEADLINE_S:-520}
+deadline=${DEADLINE_S:-560}
+big=${CNN_BIG_IMAGE:-224}
+big_steps=${CNN_BIG_STEPS:-2}
+phases=" ${PHASES:-1 big 2 3} "
+has() { case $phases in *" $1 "*) return 0;; esac; return 1; }
 G=$root/build/gpumemsim
 CNN=$root/build/cnn
 start=$SECONDS
@@ -57,7 +65,7 @@ lim() { # LIMIT: the smaller of LIMIT and what is left
 }
 
 # ---- environment --------------------------------------------------------
-{
+[ "${SKIP_ENV:-0}" = 1 ] || {
 	echo "date_utc $(date -u +%Y-%m-%d)"
 	echo "host_kernel $(uname -r)"
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu /'
@@ -67,7 +75,7 @@ lim() { # LIMIT: the smaller of LIMIT and what is left
 		[ -f "$f" ] && awk '/define CUDNN_(MAJOR|MINOR|PATCHLEVEL) /{v=v $3 "."} END{print "system_cudnn_header " substr(v,1,length(v)-1)}' "$f" && break
 	done
 } > "$M/env.txt" 2>&1
-note "env: $(tr '\n' ';' < "$M/env.txt")"
+[ -f "$M/env.txt" ] && note "env: $(tr '\n' ';' < "$M/env.txt")"
 
 # ---- build --------------------------------------------------------------
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
@@ -102,23 +110,44 @@ cnn_sweep() { # ALGO: both models, every batch, no capture
 }
 
 # ---- phase 1 ------------------------------------------------------------
-note "phase 1: CNN fastest sweep, then CNN loss runs with the compile peaks in the background"
-cnn_sweep fastest
-note "CNN fastest sweep done; compile peaks start"
-export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-4}
+cnn_big_sweep() { # the same three modes at a larger image, fewer steps
+	local algo model b
+	mkdir -p "$M/cnn-i$big"
+	for algo in fastest min-workspace heuristic; do
+		for b in $cnn_batches; do
+			for model in vgg resnet; do
+				timeout "$(lim 60)" "$CNN" --model "$model" --batch "$b" --image "$big" \
+					--steps "$big_steps" --print-every 1 --algo "$algo" \
+					> "$M/cnn-i$big/$model-b$b-$algo.log" 2>&1
+				echo "rc $?" >> "$M/cnn-i$big/$model-b$b-$algo.log"
+			done
+		done
+	done
+}
 cpids=()
-for model in resnet18 resnet50; do
-	timeout "$(lim 270)" "$py" capture/torch/compile_peak.py --model "$model" --batch 32 64 \
-		--json "$M/compile/$model.json" > "$M/compile/$model.log" 2>&1 &
-	cpids+=($!)
-done
-cnn_run loss-resnet-b32-i64 --model resnet --batch 32 --image 64 --steps 30 --print-every 5
-cnn_run loss-vgg-b32-i64 --model vgg --batch 32 --image 64 --steps 30 --print-every 5
-cnn_run loss-vgg16-b32-i224 --model vgg16 --batch 32 --image 224 --steps 10 --print-every 1
-note "phase 1 done"
+if has 1; then
+	note "phase 1: CNN fastest sweep"
+	cnn_sweep fastest
+fi
+if has big && [ "$big" -gt 0 ]; then
+	note "phase big: CNN sweeps at image $big, $big_steps steps"
+	cnn_big_sweep
+fi
+if has 1; then
+	note "phase 1: CNN loss runs with the compile peaks in the background"
+	export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-4}
+	for model in resnet18 resnet50; do
+		timeout "$(lim 270)" "$py" capture/torch/compile_peak.py --model "$model" --batch 32 64 \
+			--json "$M/compile/$model.json" > "$M/compile/$model.log" 2>&1 &
+		cpids+=($!)
+	done
+	cnn_run loss-resnet-b32-i64 --model resnet --batch 32 --image 64 --steps 30 --print-every 5
+	cnn_run loss-vgg-b32-i64 --model vgg --batch 32 --image 64 --steps 30 --print-every 5
+	cnn_run loss-vgg16-b32-i224 --model vgg16 --batch 32 --image 224 --steps 10 --print-every 1
+	note "phase 1 done"
+fi
 
 # ---- phase 2 ------------------------------------------------------------
-note "phase 2: CNN heuristic/min-workspace sweeps + CNN captures | 4 PyTorch recipe lanes"
 cnn_lane() {
 	cnn_sweep heuristic
 	cnn_sweep min-workspace
@@ -145,36 +174,40 @@ torch_lane() { # MODEL BATCH...: recipe (capture + truth) for each batch
 		[ -f "$raw/torch-$model-b$b.capture.json" ] && mv "$raw/torch-$model-b$b.capture.json" "$M/steps/"
 	done
 }
-pids=()
-cnn_lane & pids+=($!)
-set -- $torch_batches
-torch_lane resnet18 "$1" "$4" & pids+=($!)
-torch_lane resnet18 "$2" "$3" & pids+=($!)
-torch_lane resnet50 "$1" "$4" & pids+=($!)
-torch_lane resnet50 "$2" "$3" & pids+=($!)
-for p in "${pids[@]}"; do wait "$p"; done
-note "phase 2 lanes done; waiting for the compile peaks"
+if has 2; then
+	note "phase 2: CNN heuristic/min-workspace sweeps + CNN captures | 4 PyTorch recipe lanes"
+	pids=()
+	cnn_lane & pids+=($!)
+	set -- $torch_batches
+	torch_lane resnet18 "$1" "$4" & pids+=($!)
+	torch_lane resnet18 "$2" "$3" & pids+=($!)
+	torch_lane resnet50 "$1" "$4" & pids+=($!)
+	torch_lane resnet50 "$2" "$3" & pids+=($!)
+	for p in "${pids[@]}"; do wait "$p"; done
+	note "phase 2 done"
+fi
 for p in "${cpids[@]}"; do wait "$p"; done
-note "phase 2 done"
 
 # ---- phase 3 (quiet) ----------------------------------------------------
-note "phase 3: step times and capture overhead on a quiet GPU"
-for b in 32 64; do
-	args=(capture/torch/train_torch.py --mode capture --model resnet50 --batch "$b" --steps 8 --warmup 3)
-	env -u PYTORCH_NO_CUDA_MEMORY_CACHING timeout "$(lim 90)" "$py" "${args[@]}" \
-		--json "$M/steps/resnet50-b$b-caching-plain.json" > "$M/steps/resnet50-b$b-caching-plain.log" 2>&1
-	PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$(lim 90)" "$py" "${args[@]}" \
-		--json "$M/steps/resnet50-b$b-nocache-plain.json" > "$M/steps/resnet50-b$b-nocache-plain.log" 2>&1
-	rm -f "/tmp/p11-steps-$b.trace.gz"
-	PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$(lim 120)" "$G" capture -o "/tmp/p11-steps-$b.trace.gz" -- \
-		"$py" "${args[@]}" --json "$M/steps/resnet50-b$b-nocache-capture.json" \
-		> "$M/steps/resnet50-b$b-nocache-capture.log" 2>&1
-	note "step times resnet50 b$b done"
-done
-for i in 1 2 3; do
-	timeout "$(lim 120)" sh capture/overhead.sh build 32 20 >> "$M/overhead.txt" 2>&1
-	note "overhead run $i: $(grep 'overhead ratio' "$M/overhead.txt" | tail -1)"
-done
+if has 3; then
+	note "phase 3: step times and capture overhead on a quiet GPU"
+	for b in 32 64; do
+		args=(capture/torch/train_torch.py --mode capture --model resnet50 --batch "$b" --steps 8 --warmup 3)
+		env -u PYTORCH_NO_CUDA_MEMORY_CACHING timeout "$(lim 90)" "$py" "${args[@]}" \
+			--json "$M/steps/resnet50-b$b-caching-plain.json" > "$M/steps/resnet50-b$b-caching-plain.log" 2>&1
+		PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$(lim 90)" "$py" "${args[@]}" \
+			--json "$M/steps/resnet50-b$b-nocache-plain.json" > "$M/steps/resnet50-b$b-nocache-plain.log" 2>&1
+		rm -f "/tmp/p11-steps-$b.trace.gz"
+		PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$(lim 120)" "$G" capture -o "/tmp/p11-steps-$b.trace.gz" -- \
+			"$py" "${args[@]}" --json "$M/steps/resnet50-b$b-nocache-capture.json" \
+			> "$M/steps/resnet50-b$b-nocache-capture.log" 2>&1
+		note "step times resnet50 b$b done"
+	done
+	for i in 1 2 3; do
+		timeout "$(lim 120)" sh capture/overhead.sh build 32 20 >> "$M/overhead.txt" 2>&1
+		note "overhead run $i: $(grep 'overhead ratio' "$M/overhead.txt" | tail -1)"
+	done
+fi
 
 # ---- summary ------------------------------------------------------------
 for t in "$O"/cnn/*.trace.gz "$O"/torch/*.trace.gz; do

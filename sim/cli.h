@@ -30,6 +30,7 @@ int cmd_export(int argc, char **argv);    /* export perfetto RUN|TRACE -o FILE.j
 int cmd_whatif(int argc, char **argv);    /* whatif batch --from T1 T2 --batch N -o TRACE */
 int cmd_maxbatch(int argc, char **argv);  /* maxbatch --from T1 T2 --policy P --capacity C */
 int cmd_explain(int argc, char **argv);   /* explain batch T1 T2 ...: why peak moves with batch */
+int cmd_fuse(int argc, char **argv);      /* fuse TRACE --rules FILE -o OUT: kernel-fusion what-if */
 
 /* "1.50 GiB" style, into BUF. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);

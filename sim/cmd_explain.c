@@ -184,13 +184,9 @@ int cmd_explain(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	const struct alloc_policy *pol = policy_find(policy);
-	if (!pol) {
-		char names[1024];
-		policy_list_names(names, sizeof names);
-		fprintf(stderr, "gpumemsim explain: unknown policy '%s' (known: %s)\n", policy, names);
+	const struct alloc_policy *pol = whatif_policy("explain", policy);
+	if (!pol)
 		return 1;
-	}
 	for (size_t i = 0; i < np; i++) {
 		struct bf_trace *t = NULL;
 		struct sim_result r;

@@ -119,6 +119,18 @@ static int parse_margin(const char *v, double *out)
 	return 0;
 }
 
+
+/* Here rather than in cmd_whatif.c: only maxbatch and explain replay. */
+const struct alloc_policy *whatif_policy(const char *cmd, const char *name)
+{
+	const struct alloc_policy *pol = policy_find(name);
+	if (!pol) {
+		char names[1024];
+		policy_list_names(names, sizeof names);
+		fprintf(stderr, "gpumemsim %s: unknown policy '%s' (known: %s)\n", cmd, name, names);
+	}
+	return pol;
+}
 /* maxbatch: exit codes as cli.h says. */
 int cmd_maxbatch(int argc, char **argv)
 {
@@ -206,13 +218,9 @@ int cmd_maxbatch(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	const struct alloc_policy *pol = policy_find(policy);
-	if (!pol) {
-		char names[1024];
-		policy_list_names(names, sizeof names);
-		fprintf(stderr, "gpumemsim maxbatch: unknown policy '%s' (known: %s)\n", policy, names);
+	const struct alloc_policy *pol = whatif_policy("maxbatch", policy);
+	if (!pol)
 		return 1;
-	}
 	if (whatif_load("maxbatch", from, nfrom, t) < 0)
 		return 1;
 	struct bf_options opt = {.allow_misaligned = allow};

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cost.h"
 #include "engine.h"
 #include "json.h"
 #include "store.h"
@@ -24,6 +25,8 @@
 
 struct run_args {
 	const char *trace, *policy, *conf, *db;
+	const char *cost;               /* --cost knobs (implies --timing) */
+	int timing;
 	uint64_t capacity;
 	enum device_addr_mode mode;
 	uint32_t timeline_points;
@@ -50,6 +53,11 @@ static void usage(FILE *f)
 		"                       \"run_id\" is its last field (null with --no-db), so two\n"
 		"                       runs of the same inputs differ only on that line's value\n"
 		"  --timeline-points N  size of the downsampled memory timeline (default 512)\n"
+		"  --timing             predict time: replace the trace's memory API times by\n"
+		"                       the policy's costs, fitted from the trace's cudaMalloc/\n"
+		"                       cudaFree records (docs/timing.md)\n"
+		"  --cost KNOBS         override the fitted costs (implies --timing), e.g.\n"
+		"                       \"malloc_us=10,free_us=5,hit_us=1,free_sync=1\"\n"
 		"  --quiet              no progress on stderr\n\n"
 		"Exit status: 0 ok (a simulated OOM is a result), 1 failure (bad trace, bad\n"
 		"knob, database error: the message names file:line or the knob), 2 usage.\n",
@@ -66,7 +74,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = !strcmp(o, "--policy") || !strcmp(o, "--conf") ||
 			    !strcmp(o, "--capacity") || !strcmp(o, "--addresses") ||
-			    !strcmp(o, "--db") || !strcmp(o, "--timeline-points");
+			    !strcmp(o, "--db") || !strcmp(o, "--timeline-points") ||
+			    !strcmp(o, "--cost");
 		if (takes && !v) {
 			fprintf(stderr, "gpumemsim run: %s needs a value\n", o);
 			return EXIT_USAGE;
@@ -102,6 +111,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 				return EXIT_USAGE;
 			}
 			a->timeline_points = (uint32_t)n;
+		} else if (!strcmp(o, "--cost")) {
+			a->cost = v;
+			a->timing = 1;
+		} else if (!strcmp(o, "--timing")) {
+			a->timing = 1;
 		} else if (!strcmp(o, "--json")) {
 			a->json = 1;
 		} else if (!strcmp(o, "--no-db")) {
@@ -130,7 +144,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	return 0;
 }
 
-static void print_json(const struct sim_result *r, int has_id, int64_t run_id)
+static void print_json(const struct sim_result *r, const struct cost_model *cm,
+		       int has_id, int64_t run_id)
 {
 	struct json j;
 	json_init(&j, stdout);
@@ -173,6 +188,35 @@ static void print_json(const struct sim_result *r, int has_id, int64_t run_id)
 	}
 	json_kv_u64(&j, "trace_duration_ns", r->trace_duration_ns);
 	json_kv_u64(&j, "sim_duration_ns", r->sim_duration_ns);
+	json_kv_u64(&j, "step_count", r->step_count);
+	json_kv_u64(&j, "step_time_ns", r->step_time_ns);
+	json_key(&j, "steps_ns");
+	json_begin_array(&j);
+	for (size_t i = 0; i < r->nsteps; i++)
+		json_u64(&j, r->step_ns[i]);
+	json_end_array(&j);
+	json_key(&j, "timing");
+	if (r->timed && cm) {
+		json_begin_object(&j);
+		json_kv_u64(&j, "mem_api_ns", r->mem_api_ns);
+		json_kv_u64(&j, "mem_wait_ns", r->mem_wait_ns);
+		json_kv_u64(&j, "api_removed_ns", r->api_removed_ns);
+		json_kv_double(&j, "malloc_us", cm->malloc_c.small_ns / 1e3);
+		json_kv_double(&j, "malloc_large_us", cm->malloc_c.large_ns / 1e3);
+		json_kv_double(&j, "malloc_us_per_mib", cm->malloc_c.large_ns_per_mib / 1e3);
+		json_kv_double(&j, "free_us", cm->free_c.small_ns / 1e3);
+		json_kv_double(&j, "free_large_us", cm->free_c.large_ns / 1e3);
+		json_kv_double(&j, "free_us_per_mib", cm->free_c.large_ns_per_mib / 1e3);
+		json_kv_double(&j, "map_us", cm->map_ns / 1e3);
+		json_kv_double(&j, "unmap_us", cm->unmap_ns / 1e3);
+		json_kv_double(&j, "hit_us", cm->hit_ns / 1e3);
+		json_kv_bool(&j, "free_sync", cm->free_sync);
+		json_kv_u64(&j, "fit_mallocs", cm->n_malloc);
+		json_kv_u64(&j, "fit_frees", cm->n_free);
+		json_end_object(&j);
+	} else {
+		json_null(&j);
+	}
 	json_key(&j, "stats");
 	json_begin_object(&j);
 	for (size_t i = 0; i < r->nstats; i++)
@@ -237,8 +281,16 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 	} else {
 		printf("OOM              none\n");
 	}
-	printf("duration         trace %.3f ms, simulated %.3f ms\n", r->trace_duration_ns / 1e6,
-	       r->sim_duration_ns / 1e6);
+	printf("duration         trace %.3f ms, simulated %.3f ms%s\n", r->trace_duration_ns / 1e6,
+	       r->sim_duration_ns / 1e6, r->timed ? " (timing model)" : "");
+	if (r->step_count)
+		printf("step time        %.3f ms (mean of %" PRIu64 " step(s)%s)\n",
+		       r->step_time_ns / 1e6, r->step_count > 1 ? r->step_count - 1 : r->step_count,
+		       r->step_count > 1 ? ", first excluded" : "");
+	if (r->timed)
+		printf("memory time      %.3f ms in calls and hits, %.3f ms waiting in frees "
+		       "(trace's memory API: %.3f ms, removed)\n", r->mem_api_ns / 1e6,
+		       r->mem_wait_ns / 1e6, r->api_removed_ns / 1e6);
 	for (size_t i = 0; i < r->nstats; i++)
 		printf("  %-30s %" PRId64 "\n", r->stats[i].name, r->stats[i].value);
 	if (has_id)
@@ -265,6 +317,7 @@ int cmd_run(int argc, char **argv)
 	int ret = 1, db_created = 0, has_id = 0;
 	int64_t run_id = 0;
 	struct stat sb;
+	struct cost_model cm;
 
 	memset(&res, 0, sizeof res);
 	for (int i = 1; i < argc; i++) {
@@ -283,6 +336,10 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "gpumemsim run: unknown policy '%s' (known: %s)\n", a.policy, names);
 		return 1;
 	}
+	if (a.timing && cost_fit_trace(a.trace, a.cost, &cm, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim run: %s\n", err);
+		return 1;
+	}
 	if (!a.no_db) {
 		db_created = stat(a.db, &sb) != 0;
 		st = store_open(a.db, err, sizeof err);
@@ -299,6 +356,7 @@ int cmd_run(int argc, char **argv)
 		.addr_mode = a.mode,
 		.timeline_points = a.timeline_points,
 		.progress = !a.quiet && isatty(STDERR_FILENO),
+		.cost = a.timing ? &cm : NULL,
 	};
 	if (sim_run(&o, &res, err, sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim run: %s\n", err);
@@ -313,7 +371,7 @@ int cmd_run(int argc, char **argv)
 		db_created = 0; /* it holds a run now */
 	}
 	if (a.json)
-		print_json(&res, has_id, run_id);
+		print_json(&res, a.timing ? &cm : NULL, has_id, run_id);
 	else
 		print_text(&res, has_id, run_id, a.db);
 	if (fflush(stdout) != 0) {

@@ -297,6 +297,38 @@ static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_re
 	fputc('\n', f);
 }
 
+#define TRACE_ARGS_GO_ON (-1)
+
+/*
+ * The arguments of `gpumemsim trace SUB [FLAG] PATH`, shared by cat and
+ * stats: TRACE_ARGS_GO_ON with *PATH and *FLAG_SET filled in, else the exit
+ * status to return at once (0 after --help, EXIT_USAGE after a message).
+ */
+static int trace_path_args(int argc, char **argv, const char *sub, const char *flag,
+			   int *flag_set, const char **path)
+{
+	*path = NULL;
+	*flag_set = 0;
+	for (int i = 1; i < argc; i++) {
+		if (cli_is_help(argv[i])) {
+			trace_usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], flag)) {
+			*flag_set = 1;
+		} else if ((argv[i][0] == '-' && argv[i][1]) || *path) {
+			fprintf(stderr, "gpumemsim trace %s: unexpected argument '%s'\n", sub, argv[i]);
+			return EXIT_USAGE;
+		} else {
+			*path = argv[i];
+		}
+	}
+	if (!*path) {
+		trace_usage(stderr);
+		return EXIT_USAGE;
+	}
+	return TRACE_ARGS_GO_ON;
+}
+
 static void cat_header(FILE *f, const struct trace_header *h)
 {
 	const struct {
@@ -320,25 +352,10 @@ static void cat_header(FILE *f, const struct trace_header *h)
 
 static int cmd_trace_cat(int argc, char **argv)
 {
-	const char *path = NULL;
-	int as_trace = 0;
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
-			trace_usage(stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--trace")) {
-			as_trace = 1;
-		} else if ((argv[i][0] == '-' && argv[i][1]) || path) {
-			fprintf(stderr, "gpumemsim trace cat: unexpected argument '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		} else {
-			path = argv[i];
-		}
-	}
-	if (!path) {
-		trace_usage(stderr);
-		return EXIT_USAGE;
-	}
+	const char *path;
+	int as_trace, done = trace_path_args(argc, argv, "cat", "--trace", &as_trace, &path);
+	if (done != TRACE_ARGS_GO_ON)
+		return done;
 	struct trace_reader *r = open_or_report(path);
 	if (!r)
 		return 1;
@@ -525,25 +542,10 @@ static void stats_text(FILE *f, const struct trace_reader *r, const struct tstat
 
 static int cmd_trace_stats(int argc, char **argv)
 {
-	const char *path = NULL;
-	int as_json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (cli_is_help(argv[i])) {
-			trace_usage(stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			as_json = 1;
-		} else if ((argv[i][0] == '-' && argv[i][1]) || path) {
-			fprintf(stderr, "gpumemsim trace stats: unexpected argument '%s'\n", argv[i]);
-			return EXIT_USAGE;
-		} else {
-			path = argv[i];
-		}
-	}
-	if (!path) {
-		trace_usage(stderr);
-		return EXIT_USAGE;
-	}
+	const char *path;
+	int as_json, done = trace_path_args(argc, argv, "stats", "--json", &as_json, &path);
+	if (done != TRACE_ARGS_GO_ON)
+		return done;
 	struct trace_reader *r = open_or_report(path);
 	if (!r)
 		return 1;

@@ -17,4 +17,10 @@ int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t);
 /* The fit report: text on F, or one JSON object on stdout when JSON. */
 void whatif_print_report(const struct bf_report *r, uint64_t batch, int json, FILE *f);
 
+struct alloc_policy;
+
+/* Policy NAME, or NULL with "unknown policy" and the known names printed
+ * (CMD prefix). In cmd_maxbatch.c. */
+const struct alloc_policy *whatif_policy(const char *cmd, const char *name);
+
 #endif /* SIM_CMD_WHATIF_H */

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "u64map.h"
 #include "../traces/trace.h"
 
@@ -66,6 +67,9 @@ struct sim_device {
 	device_log_fn log;
 	void *log_ctx;
 	uint64_t now;
+	const struct cost_model *cost; /* NULL: calls cost no time */
+	uint64_t cost_ns, cost_calls;   /* pending for the engine */
+	int cost_sync;
 };
 
 struct sim_device *device_create(uint64_t capacity, enum device_addr_mode mode)
@@ -106,6 +110,18 @@ void device_set_log(struct sim_device *d, device_log_fn fn, void *ctx)
 }
 
 void device_set_time(struct sim_device *d, uint64_t t) { d->now = t; }
+
+void device_set_cost(struct sim_device *d, const struct cost_model *m) { d->cost = m; }
+
+uint64_t device_take_cost(struct sim_device *d, uint64_t *ns, int *sync)
+{
+	uint64_t calls = d->cost_calls;
+	*ns = d->cost_ns;
+	*sync = d->cost_sync;
+	d->cost_ns = d->cost_calls = 0;
+	d->cost_sync = 0;
+	return calls;
+}
 uint64_t device_reserved(const struct sim_device *d) { return d->reserved; }
 
 uint64_t device_capacity(const struct sim_device *d)
@@ -327,6 +343,10 @@ int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_
 	if (d->track_live)
 		u64map_put(&d->live, a, bytes);
 	d->c.mallocs++;
+	if (d->cost) {
+		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, bytes);
+		d->cost_calls++;
+	}
 	if (d->log)
 		d->log(d->log_ctx, TSEG_ALLOC, a, bytes, d->now);
 	*addr = a;
@@ -340,6 +360,11 @@ void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes)
 		bytes = had;
 	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
 	d->c.frees++;
+	if (d->cost) {
+		d->cost_ns += cost_curve_ns(&d->cost->free_c, bytes);
+		d->cost_calls++;
+		d->cost_sync |= d->cost->free_sync;
+	}
 	/* recorded addresses come back from the record, not from reuse */
 	if (d->mode == DEVICE_ADDR_SYNTHETIC || (addr >= FALLBACK_BASE && addr < SYNTH_BASE))
 		synth_return(d, addr, bytes);
@@ -387,6 +412,10 @@ int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t str
 	if (account(d, bytes) != DEVICE_OK)
 		return DEVICE_OOM;
 	d->c.maps++;
+	if (d->cost) {
+		d->cost_ns += (uint64_t)d->cost->map_ns;
+		d->cost_calls++;
+	}
 	if (d->log)
 		d->log(d->log_ctx, TSEG_MAP, addr, bytes, d->now);
 	return DEVICE_OK;
@@ -396,6 +425,10 @@ void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes)
 {
 	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
 	d->c.unmaps++;
+	if (d->cost) {
+		d->cost_ns += (uint64_t)d->cost->unmap_ns;
+		d->cost_calls++;
+	}
 	if (d->log)
 		d->log(d->log_ctx, TSEG_UNMAP, addr, bytes, d->now);
 }

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "event_queue.h"
 #include "u64map.h"
 
@@ -73,7 +74,17 @@ struct erec {
 		struct trace_control control;
 		struct trace_segment segment;
 		uint32_t kstream;      /* TREC_KERNEL: its stream */
+		uint32_t apikind;      /* TREC_API: enum cost_api */
+		const char *rname;     /* TREC_RANGE: its name (the reader's string) */
 	} u;
+};
+
+/* An NVTX range whose end the host has not reached yet. */
+#define MAX_OPEN_RANGES 64
+struct open_range {
+	uint64_t end;                 /* trace time */
+	const char *name;
+	int step;                     /* a "step" range that opened a step */
 };
 
 #define STREAM_LUT 64          /* stream ids below this skip the map */
@@ -115,6 +126,20 @@ struct engine {
 	/* OOM-time stats */
 	int64_t stat_largest, stat_cached;
 	size_t stats_cap;
+
+	/* timing model (NULL cost: the plain replay) */
+	const struct cost_model *cost;
+	uint64_t floor;               /* no record is issued before this host time */
+	uint64_t trace_gpu_busy;      /* latest recorded end of GPU work so far */
+	int nvtx;                     /* the policy wants NVTX ranges */
+	struct open_range rng[MAX_OPEN_RANGES];
+	int nrng;
+	uint64_t rng_min;             /* earliest end among rng */
+	/* steps */
+	int x_steps;                  /* the trace has 'x step' records */
+	int step_open;
+	uint64_t step_begin;
+	size_t steps_cap;
 };
 
 
@@ -399,6 +424,132 @@ static int is_host_kind(uint32_t kind)
 	return kind == TMEM_PAGEABLE || kind == TMEM_PINNED;
 }
 
+/* ------------------------------------------------------------ timing */
+
+/* After a policy call: the host pays what the call cost. A device free
+ * first waits for every stream to drain (cudaFree's implicit sync); an
+ * alloc or free that made no device call is a cache hit (HIT). Returns
+ * the host time after the call; everything later shifts by the same. */
+static uint64_t charge(struct engine *e, uint64_t now, int hit)
+{
+	uint64_t ns, t = now;
+	int sync;
+	if (!device_take_cost(e->dev, &ns, &sync) && hit)
+		ns = (uint64_t)e->cost->hit_ns;
+	if (sync && e->gpu_end > t) {
+		e->res->mem_wait_ns += e->gpu_end - t;
+		t = e->gpu_end;
+		drain_until(e, t);
+	}
+	t += ns;
+	e->res->mem_api_ns += ns;
+	e->delay += t - now;
+	if (t > e->floor)
+		e->floor = t;
+	if (t > e->host_end)
+		e->host_end = t;
+	return t;
+}
+
+static void step_push(struct engine *e, uint64_t dur)
+{
+	struct sim_result *r = e->res;
+	if (r->nsteps == e->steps_cap) {
+		size_t ncap = e->steps_cap ? e->steps_cap * 2 : 64;
+		uint64_t *n = realloc(r->step_ns, ncap * sizeof *n);
+		if (!n)
+			return; /* the step is not counted */
+		r->step_ns = n;
+		e->steps_cap = ncap;
+	}
+	r->step_ns[r->nsteps++] = dur;
+}
+
+static void step_close(struct engine *e, uint64_t t)
+{
+	if (!e->step_open)
+		return;
+	e->step_open = 0;
+	step_push(e, t > e->step_begin ? t - e->step_begin : 0);
+}
+
+static void step_start(struct engine *e, uint64_t t)
+{
+	step_close(e, t);
+	e->step_open = 1;
+	e->step_begin = t;
+}
+
+static int is_step_name(const char *n)
+{
+	return n && !strncmp(n, "step", 4) && (n[4] == '\0' || n[4] == ' ' || n[4] == '_');
+}
+
+/* Deliver the ends of open ranges the host has passed (recorded time
+ * below UNTIL), at the simulated time they map to (at most NOW). */
+static void ranges_end(struct engine *e, uint64_t until, uint64_t now)
+{
+	while (e->nrng && e->rng_min <= until) {
+		int k = 0;
+		for (int i = 1; i < e->nrng; i++)
+			if (e->rng[i].end < e->rng[k].end)
+				k = i;
+		struct open_range r = e->rng[k];
+		e->rng[k] = e->rng[--e->nrng];
+		e->rng_min = UINT64_MAX;
+		for (int i = 0; i < e->nrng; i++)
+			if (e->rng[i].end < e->rng_min)
+				e->rng_min = e->rng[i].end;
+		uint64_t t = r.end + e->delay;
+		if ((int64_t)(t - e->floor) < 0)
+			t = e->floor;
+		if ((int64_t)(t - now) > 0)
+			t = now;
+		if (r.step && !e->x_steps)
+			/* the step is over when its work is: the host at the
+			 * range end, then the device draining what it queued */
+			step_close(e, t > e->gpu_end ? t : e->gpu_end);
+		if (e->nvtx) {
+			device_set_time(e->dev, t);
+			e->pol->control(e->st, POLICY_CTL_NVTX_END, (uint64_t)(uintptr_t)r.name);
+			if (e->cost)
+				t = charge(e, t, 0);
+			note_level(e, t, 0);
+		}
+	}
+}
+
+static void on_range(struct engine *e, const struct erec *rec, uint64_t now)
+{
+	const char *name = rec->u.rname;
+	int step = is_step_name(name) && !e->x_steps;
+	if (step) {
+		step_start(e, now);
+		if (e->pol->control) {
+			device_set_time(e->dev, now);
+			e->pol->control(e->st, POLICY_CTL_STEP, e->res->nsteps + 1);
+			if (e->cost)
+				now = charge(e, now, 0);
+			note_level(e, now, rec->line);
+		}
+	}
+	if (e->nvtx) {
+		device_set_time(e->dev, now);
+		e->pol->control(e->st, POLICY_CTL_NVTX_BEGIN, (uint64_t)(uintptr_t)(name ? name : ""));
+		if (e->cost)
+			now = charge(e, now, 0);
+		note_level(e, now, rec->line);
+	}
+	if ((step || e->nvtx) && e->nrng < MAX_OPEN_RANGES && rec->end >= rec->start) {
+		e->rng[e->nrng].end = rec->end;
+		e->rng[e->nrng].name = name ? name : "";
+		e->rng[e->nrng].step = step;
+		e->nrng++;
+		if (rec->end < e->rng_min || e->nrng == 1)
+			e->rng_min = rec->end;
+	}
+}
+
 /* --------------------------------------------------------- memory path */
 
 static void on_oom(struct engine *e, const struct erec *rec, uint64_t now, uint32_t stream)
@@ -460,6 +611,8 @@ static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
 	struct alloc_result ar = {0, 0};
 	device_set_time(e->dev, now);
 	int rc = e->pol->alloc(e->st, &req, &ar);
+	if (e->cost)
+		now = charge(e, now, rc == POLICY_OK);
 	if (rc != POLICY_OK) {
 		/* the policy may not touch the engine, so LE is still its slot */
 		live_remove(&e->live, le);
@@ -503,6 +656,8 @@ static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
 		live_remove(&e->live, le);
 		device_set_time(e->dev, now);
 		e->pol->free(e->st, paddr, block, stream);
+		if (e->cost)
+			now = charge(e, now, 1);
 		e->res->frees++;
 		note_level(e, now, rec->line);
 		return 0;
@@ -535,6 +690,8 @@ static int on_gpu_op(struct engine *e, const struct erec *rec, uint32_t stream,
 	e->stream_inflight[s]++;
 	if (fin > e->gpu_end)
 		e->gpu_end = fin;
+	if (rec->end > e->trace_gpu_busy)
+		e->trace_gpu_busy = rec->end;
 	if (eq_push(&e->q, fin, EV_GPU_DONE, s, rec->line) < 0) {
 		snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec->line);
 		return -1;
@@ -559,14 +716,30 @@ static void on_sync(struct engine *e, const struct erec *rec, uint64_t now)
 	drain_until(e, released);
 	uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
 	uint64_t trace_release = now + dur;
-	if (released > trace_release)
-		e->delay += released - trace_release;
-	uint64_t host = released > trace_release ? released : trace_release;
+	uint64_t host;
+	if (e->cost) {
+		/* keep the call's own overhead, replace the recorded wait (the
+		 * part of it the recorded GPU work explains) by the simulated one */
+		uint64_t busy = e->trace_gpu_busy < rec->end ? e->trace_gpu_busy : rec->end;
+		uint64_t wait = busy > rec->start ? busy - rec->start : 0;
+		host = now + (dur - wait);
+		if (released > host)
+			host = released;
+		e->delay += host - trace_release; /* modular: may shorten */
+		if (host > e->floor)
+			e->floor = host;
+	} else {
+		if (released > trace_release)
+			e->delay += released - trace_release;
+		host = released > trace_release ? released : trace_release;
+	}
 	if (host > e->host_end)
 		e->host_end = host;
 	if (e->pol->control) {
 		device_set_time(e->dev, host);
 		e->pol->control(e->st, POLICY_CTL_SYNC, 0);
+		if (e->cost)
+			host = charge(e, host, 0);
 		note_level(e, host, rec->line);
 	}
 }
@@ -581,6 +754,8 @@ static void on_control(struct engine *e, const struct erec *rec, uint64_t now)
 		if (e->pol->control) {
 			device_set_time(e->dev, now);
 			e->pol->control(e->st, POLICY_CTL_EMPTY_CACHE, 0);
+			if (e->cost)
+				now = charge(e, now, 0);
 		}
 		uint64_t after = device_reserved(e->dev);
 		snprintf(detail, sizeof detail, "empty_cache released %" PRIu64 " bytes",
@@ -591,9 +766,18 @@ static void on_control(struct engine *e, const struct erec *rec, uint64_t now)
 		break;
 	}
 	case TCTL_STEP:
+		if (!e->x_steps) {
+			/* 'x step' records win over NVTX ranges */
+			e->x_steps = 1;
+			e->step_open = 0;
+			e->res->nsteps = 0;
+		}
+		step_start(e, now);
 		if (e->pol->control) {
 			device_set_time(e->dev, now);
 			e->pol->control(e->st, POLICY_CTL_STEP, c->bytes);
+			if (e->cost)
+				now = charge(e, now, 0);
 			note_level(e, now, rec->line);
 		}
 		break;
@@ -615,7 +799,12 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 		e->t0 = rec->start;
 		e->host_end = e->gpu_end = e->trace_end = rec->start;
 	}
+	/* modular: with a cost model the delay may be "negative" */
 	uint64_t now = rec->start + e->delay;
+	if (e->cost && (int64_t)(now - e->floor) < 0)
+		now = e->floor;
+	if (e->nrng && rec->start >= e->rng_min)
+		ranges_end(e, rec->start, now);
 	if (rec->end > e->trace_end)
 		e->trace_end = rec->end;
 	if (rec->start > e->trace_end)
@@ -645,7 +834,25 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 				     rec->u.segment.bytes);
 		return 0;
 	case TREC_RANGE:
-	case TREC_API: {
+		if (rec->u.rname && (e->nvtx || is_step_name(rec->u.rname)))
+			on_range(e, rec, now);
+		if (e->cost)
+			return 0;
+		goto span;
+	case TREC_API:
+		if (e->cost) {
+			if (rec->u.apikind != COST_API_OTHER) {
+				/* the policy's costs replace this call: records inside
+				 * it are issued at its start, later ones move up */
+				uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
+				e->delay -= dur;
+				e->res->api_removed_ns += dur;
+				if (now > e->floor)
+					e->floor = now;
+			}
+			return 0;
+		}
+	span: {
 		uint64_t end = rec->end >= rec->start ? now + (rec->end - rec->start) : now;
 		if (end > e->host_end)
 			e->host_end = end;
@@ -712,6 +919,20 @@ static int finish(struct engine *e, char *err, size_t errlen)
 	struct device_counters c;
 	const struct trace_trailer *tr = trace_reader_trailer(e->rd);
 	drain_until(e, UINT64_MAX);
+	uint64_t sim_end = e->host_end > e->gpu_end ? e->host_end : e->gpu_end;
+	if (e->nrng)
+		ranges_end(e, UINT64_MAX, sim_end);
+	step_close(e, sim_end);
+	r->step_count = r->nsteps;
+	if (r->nsteps) {
+		/* the first step is warm-up (autotuning, first allocations) */
+		size_t from = r->nsteps >= 2 ? 1 : 0;
+		uint64_t sum = 0;
+		for (size_t i = from; i < r->nsteps; i++)
+			sum += r->step_ns[i];
+		r->step_time_ns = sum / (r->nsteps - from);
+	}
+	r->timed = e->cost != NULL;
 	r->trace_crc32 = trace_reader_crc32(e->rd);
 	r->trace_bytes = trace_reader_bytes(e->rd);
 	if (tr && !tr->present)
@@ -795,7 +1016,7 @@ struct rec_pipe {
 };
 
 /* Keep what the replay reads of REC. */
-static void erec_from(struct erec *er, const struct trace_rec *rec)
+static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader *rd)
 {
 	er->type = rec->type;
 	er->start = rec->start;
@@ -822,6 +1043,12 @@ static void erec_from(struct erec *er, const struct trace_rec *rec)
 	case TREC_SEGMENT:
 		er->u.segment = rec->u.segment;
 		break;
+	case TREC_RANGE:
+		er->u.rname = trace_reader_string(rd, rec->u.range.name);
+		break;
+	case TREC_API:
+		er->u.apikind = cost_api_kind(trace_reader_string(rd, rec->u.api.name));
+		break;
 	default:
 		break;
 	}
@@ -843,7 +1070,7 @@ static void *pipe_main(void *arg)
 		int rc = TRACE_OK;
 		size_t n = 0;
 		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &rec)) == TRACE_OK)
-			erec_from(&b->recs[n++], &rec);
+			erec_from(&b->recs[n++], &rec, p->rd);
 		b->n = n;
 		b->rc = rc;
 		pthread_mutex_lock(&p->mu);
@@ -1049,6 +1276,11 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 		goto out;
 	}
 	e.pol_live = 1;
+	e.cost = o->cost;
+	e.nvtx = e.pol->control && (e.pol->flags & POLICY_F_NVTX);
+	e.rng_min = UINT64_MAX;
+	if (e.cost)
+		device_set_cost(e.dev, e.cost);
 	if (e.pol->prepass && prepass(&e, err, errlen) < 0)
 		goto out;
 
@@ -1092,5 +1324,6 @@ void sim_result_free(struct sim_result *res)
 	free(res->stats);
 	free(res->timeline);
 	free(res->events);
+	free(res->step_ns);
 	memset(res, 0, sizeof *res);
 }

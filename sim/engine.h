@@ -31,6 +31,11 @@ struct sim_options {
 	int progress;                   /* progress on stderr for long traces */
 	device_log_fn device_log;       /* optional: every device action (validation) */
 	void *device_log_ctx;
+	/* Timing model (sim/cost.h, docs/timing.md): NULL keeps the plain
+	 * replay (recorded host times, delay only from longer syncs). Set, the
+	 * recorded durations of memory API calls are removed and the policy's
+	 * costs (device calls, cudaFree's device-wide sync, cache hits) added. */
+	const struct cost_model *cost;
 };
 
 struct sim_timeline_point {
@@ -90,6 +95,17 @@ struct sim_result {
 	size_t ntimeline;
 	struct sim_event *events;
 	size_t nevents;
+
+	/* timing (steps are found with or without a cost model) */
+	int timed;                      /* a cost model was applied */
+	uint64_t step_count;            /* steps seen: 'x step' records, else NVTX "step" ranges */
+	uint64_t step_time_ns;          /* mean simulated step time, the first step excluded
+					 * when there are two or more; 0 = no steps */
+	uint64_t *step_ns;              /* every step's simulated time */
+	size_t nsteps;
+	uint64_t mem_api_ns;            /* host time charged for device calls and cache hits */
+	uint64_t mem_wait_ns;           /* host time waiting for the device in device frees */
+	uint64_t api_removed_ns;        /* recorded memory-API time taken out of the trace */
 };
 
 /* Replay. Returns 0 (an OOM is a result, not an error) or -1 with ERR

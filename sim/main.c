@@ -29,6 +29,7 @@ static const struct command commands[] = {
 	{"whatif", cmd_whatif, "synthesise a trace at another batch size from captures (whatif batch)"},
 	{"maxbatch", cmd_maxbatch, "largest batch whose simulated peak fits, and why the next fails"},
 	{"explain", cmd_explain, "why peak memory moves with batch size: a table of causes (explain batch)"},
+	{"fuse", cmd_fuse, "fuse kernel chains by rules: predicted change in peak and kernel time"},
 	{NULL, NULL, NULL},
 };
 

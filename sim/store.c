@@ -188,7 +188,18 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 	}
 	if (exec(s, "PRAGMA foreign_keys=ON", err, errlen) < 0)
 		goto fail;
-	if (check_or_create(s, e2, sizeof e2) < 0) {
+	int cc = check_or_create(s, e2, sizeof e2);
+	if (cc >= 0) {
+		/* columns added since schema 1: old databases get them here */
+		int64_t has = 0;
+		if (query_int(s, "SELECT count(*) FROM pragma_table_info('runs') WHERE name='step_time_ns'",
+			      &has, e2, sizeof e2) < 0 ||
+		    (!has && exec(s, "ALTER TABLE runs ADD COLUMN step_time_ns INTEGER NOT NULL DEFAULT 0;"
+				  "ALTER TABLE runs ADD COLUMN step_count INTEGER NOT NULL DEFAULT 0",
+				  e2, sizeof e2) < 0))
+			cc = -1;
+	}
+	if (cc < 0) {
 		if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_READONLY ||
 		    (sqlite3_errcode(s->db) & 0xff) == SQLITE_CANTOPEN)
 			snprintf(err, errlen, "cannot write results database '%s': %s", path,
@@ -344,6 +355,14 @@ static int save_tx(struct store *s, const struct sim_result *r, const char *tool
 	if (insert_run(s, r, tool_version, lj) < 0)
 		goto sqlerr;
 	int64_t id = sqlite3_last_insert_rowid(s->db);
+	{
+		/* timing columns (added after schema 1 by ALTER TABLE on open) */
+		char sql[160];
+		snprintf(sql, sizeof sql, "UPDATE runs SET step_time_ns=%" PRIu64 ", step_count=%"
+			 PRIu64 " WHERE id=%" PRId64, r->step_time_ns, r->step_count, id);
+		if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			goto sqlerr;
+	}
 	if (key) {
 		sqlite3_bind_int64(s->ins_key, 1, id);
 		sqlite3_bind_text(s->ins_key, 2, key, -1, SQLITE_STATIC);

@@ -13,43 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../traces/trace.h"
+#include "helpers.h"
 
 struct cli {
 	char trace[64], out[64], err[64], db[64];
 };
-
-static void tmpname(char *buf, size_t len, const char *stem)
-{
-	snprintf(buf, len, "/tmp/gpumemsim_cli_%s_XXXXXX", stem);
-	int fd = mkstemp(buf);
-	cr_assert(fd >= 0);
-	close(fd);
-}
-
-static void rm_db(const char *p)
-{
-	char b[96];
-	unlink(p);
-	snprintf(b, sizeof b, "%s-wal", p);
-	unlink(b);
-	snprintf(b, sizeof b, "%s-shm", p);
-	unlink(b);
-}
-
-static void mem(struct trace_writer *w, enum trace_rec_type type, uint64_t t, uint64_t addr,
-		uint64_t bytes)
-{
-	struct trace_rec r;
-	memset(&r, 0, sizeof r);
-	r.type = type;
-	r.start = r.end = t;
-	r.u.mem.addr = addr;
-	r.u.mem.bytes = bytes;
-	r.u.mem.kind = TMEM_DEVICE;
-	r.u.mem.source = TRACE_NO_STRING;
-	cr_assert_eq(trace_writer_record(w, &r), 0);
-}
 
 /* A small trace; with BAD, its last record frees an unknown address. */
 static void write_trace(const char *path, int bad)
@@ -61,28 +29,20 @@ static void write_trace(const char *path, int bad)
 	struct trace_header h = {.version = 1, .producer = "test_cli_run",
 				 .total_memory = 1ull << 30, .labels = labels, .nlabels = 1};
 	cr_assert_eq(trace_writer_header(w, &h), 0);
-	mem(w, TREC_ALLOC, 100, 0x1000, 100);
-	mem(w, TREC_ALLOC, 110, 0x2000, 200);
-	mem(w, TREC_FREE, 120, 0x1000, 0);
-	mem(w, TREC_FREE, 130, bad ? 0xbad000 : 0x2000, 0);
+	th_mem(w, TREC_ALLOC, 100, 0x1000, 100);
+	th_mem(w, TREC_ALLOC, 110, 0x2000, 200);
+	th_mem(w, TREC_FREE, 120, 0x1000, 0);
+	th_mem(w, TREC_FREE, 130, bad ? 0xbad000 : 0x2000, 0);
 	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
-}
-
-static const char *bin(void)
-{
-	const char *b = getenv("GPUMEMSIM_BIN");
-	if (!b || access(b, X_OK) != 0)
-		cr_skip_test("GPUMEMSIM_BIN not set (run through make test)");
-	return b;
 }
 
 static void setup(struct cli *c)
 {
-	tmpname(c->trace, sizeof c->trace, "trace");
-	tmpname(c->out, sizeof c->out, "out");
-	tmpname(c->err, sizeof c->err, "err");
-	tmpname(c->db, sizeof c->db, "db");
-	rm_db(c->db);
+	th_tmpname(c->trace, sizeof c->trace, "cli_trace");
+	th_tmpname(c->out, sizeof c->out, "cli_out");
+	th_tmpname(c->err, sizeof c->err, "cli_err");
+	th_tmpname(c->db, sizeof c->db, "cli_db");
+	th_rm_db(c->db);
 }
 
 static void teardown(struct cli *c)
@@ -90,35 +50,27 @@ static void teardown(struct cli *c)
 	unlink(c->trace);
 	unlink(c->out);
 	unlink(c->err);
-	rm_db(c->db);
+	th_rm_db(c->db);
 }
 
 /* Run `gpumemsim ARGS`, stdout and stderr into files; the exit status. */
 static int sh(struct cli *c, const char *args)
 {
-	char cmd[2048];
-	snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", bin(), args, c->out, c->err);
-	int st = system(cmd);
-	cr_assert(WIFEXITED(st), "%s did not exit", cmd);
-	return WEXITSTATUS(st);
+	return th_run(NULL, c->out, c->err, args);
 }
 
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	cr_assert_not_null(f);
-	static char buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return strdup(buf);
+	char *s = th_slurp(path);
+	cr_assert_not_null(s, "%s unreadable", path);
+	return s;
 }
 
 Test(cli_run, json_is_byte_identical)
 {
 	struct cli c;
 	char args[512];
-	bin();
+	th_bin();
 	setup(&c);
 	write_trace(c.trace, 0);
 	snprintf(args, sizeof args, "run '%s' --policy cuda_malloc --json --no-db", c.trace);
@@ -140,7 +92,7 @@ Test(cli_run, stores_runs_and_differs_only_in_run_id)
 {
 	struct cli c;
 	char args[512];
-	bin();
+	th_bin();
 	setup(&c);
 	write_trace(c.trace, 0);
 	snprintf(args, sizeof args, "run '%s' --policy cuda_malloc --capacity 1GiB --json --db '%s'",
@@ -171,7 +123,7 @@ Test(cli_run, unknown_policy_lists_known_ones)
 {
 	struct cli c;
 	char args[512];
-	bin();
+	th_bin();
 	setup(&c);
 	write_trace(c.trace, 0);
 	snprintf(args, sizeof args, "run '%s' --policy nosuch --db '%s'", c.trace, c.db);
@@ -188,7 +140,7 @@ Test(cli_run, bad_knob_writes_nothing)
 {
 	struct cli c;
 	char args[512];
-	bin();
+	th_bin();
 	setup(&c);
 	write_trace(c.trace, 0);
 	snprintf(args, sizeof args, "run '%s' --policy cuda_malloc --conf 'max_split_size_mb:1' "
@@ -209,7 +161,7 @@ Test(cli_run, bad_trace_names_file_and_line)
 {
 	struct cli c;
 	char args[512], want[128];
-	bin();
+	th_bin();
 	setup(&c);
 	write_trace(c.trace, 1);
 	snprintf(args, sizeof args, "run '%s' --policy cuda_malloc --db '%s'", c.trace, c.db);
@@ -228,7 +180,7 @@ Test(cli_run, usage_errors_exit_2)
 {
 	struct cli c;
 	char args[512];
-	bin();
+	th_bin();
 	setup(&c);
 	write_trace(c.trace, 0);
 	cr_assert_eq(sh(&c, "run"), 2);
@@ -250,7 +202,7 @@ Test(cli_run, usage_errors_exit_2)
 Test(cli_run, policies_lists_registry)
 {
 	struct cli c;
-	bin();
+	th_bin();
 	setup(&c);
 	cr_assert_eq(sh(&c, "policies"), 0);
 	char *o = slurp(c.out);

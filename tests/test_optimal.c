@@ -7,23 +7,15 @@
 #include <string.h>
 
 #include "../policies/policy.h"
+#include "helpers.h"
 
 extern const struct alloc_policy policy_optimal;
 #define P policy_optimal
 #define MIB (1ull << 20)
 
-struct one { const char *name; int64_t v; };
-static void grab(void *ctx, const char *name, int64_t v)
-{
-	struct one *o = ctx;
-	if (!strcmp(name, o->name))
-		o->v = v;
-}
 static int64_t stat_of(void *st, const char *name)
 {
-	struct one o = {name, -1};
-	P.stats(st, grab, &o);
-	return o.v;
+	return th_policy_stat(&P, st, name);
 }
 
 /* ops: +k allocates buffer k of sizes[k], -k frees it (k >= 1). */

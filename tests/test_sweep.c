@@ -19,20 +19,12 @@
 
 #include "../sim/store.h"
 #include "../sim/sweep.h"
-#include "../traces/trace.h"
+#include "helpers.h"
 
 struct env {
 	char dir[64];
 	char path[512];   /* scratch for paths */
 };
-
-static const char *bin(void)
-{
-	const char *b = getenv("GPUMEMSIM_BIN");
-	if (!b || access(b, X_OK) != 0)
-		cr_skip_test("GPUMEMSIM_BIN not set (run through make test)");
-	return b;
-}
 
 static void env_init(struct env *e)
 {
@@ -51,21 +43,6 @@ static const char *in_dir(struct env *e, const char *name)
 {
 	snprintf(e->path, sizeof e->path, "%s/%s", e->dir, name);
 	return e->path;
-}
-
-static void mem(struct trace_writer *w, enum trace_rec_type type, uint64_t t, uint64_t addr,
-		uint64_t bytes)
-{
-	struct trace_rec r;
-	memset(&r, 0, sizeof r);
-	r.type = type;
-	r.start = r.end = t;
-	r.u.mem.addr = addr;
-	r.u.mem.bytes = bytes;
-	r.u.mem.stream = 0;
-	r.u.mem.kind = TMEM_DEVICE;
-	r.u.mem.source = TRACE_NO_STRING;
-	cr_assert_eq(trace_writer_record(w, &r), 0);
 }
 
 /*
@@ -87,39 +64,31 @@ static void write_trace(const char *path, unsigned seed, unsigned nalloc, const 
 		unsigned slot = (unsigned)(x >> 7) % 48;
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		if (live[slot]) {
-			mem(w, TREC_FREE, t += 10, live[slot], 0);
+			th_mem(w, TREC_FREE, t += 10, live[slot], 0);
 			live[slot] = 0;
 		}
 		uint64_t bytes = 512 + (x >> 33) % (24u << 20);
 		uint64_t addr = 0x7f0000000000ull + (uint64_t)i * (32u << 20);
-		mem(w, TREC_ALLOC, t += 10, addr, bytes);
+		th_mem(w, TREC_ALLOC, t += 10, addr, bytes);
 		live[slot] = addr;
 	}
 	for (unsigned s = 0; s < 48; s++)
 		if (live[s])
-			mem(w, TREC_FREE, t += 10, live[s], 0);
+			th_mem(w, TREC_FREE, t += 10, live[s], 0);
 	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* Run `gpumemsim ARGS` with stdout and stderr in DIR/out, DIR/err. */
 static int sh(struct env *e, const char *args)
 {
-	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >out 2>err", e->dir, bin(), args);
-	int st = system(cmd);
-	cr_assert(WIFEXITED(st), "%s did not exit", cmd);
-	return WEXITSTATUS(st);
+	return th_run(e->dir, "out", "err", args);
 }
 
 static char *slurp(struct env *e, const char *name)
 {
-	FILE *f = fopen(in_dir(e, name), "rb");
-	cr_assert_not_null(f);
-	static char buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return strdup(buf);
+	char *s = th_slurp(in_dir(e, name));
+	cr_assert_not_null(s, "%s unreadable", name);
+	return s;
 }
 
 struct dump {
@@ -312,7 +281,7 @@ Test(sweep, conf_check_names_the_knob)
 Test(sweep, rerun_skips_stored_runs_and_never_duplicates)
 {
 	struct env e;
-	bin();
+	th_bin();
 	env_init(&e);
 	make_traces(&e, 200);
 	/* first a part of the sweep: one capacity */
@@ -347,7 +316,7 @@ static pid_t spawn_sweep(struct env *e, const char *db, int jobs)
 {
 	char cmd[4096];
 	snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' " SWEEP_ARGS " --capacities 2GiB 3GiB "
-		 "4GiB 5GiB 6GiB 7GiB --db %s -j %d >out.%d 2>err.%d", e->dir, bin(), db, jobs,
+		 "4GiB 5GiB 6GiB 7GiB --db %s -j %d >out.%d 2>err.%d", e->dir, th_bin(), db, jobs,
 		 jobs, jobs);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -371,7 +340,7 @@ Test(sweep, sigint_leaves_a_consistent_database_that_a_rerun_completes, .timeout
 {
 	struct env e;
 	int st;
-	bin();
+	th_bin();
 	env_init(&e);
 	make_traces(&e, 40000);
 	create_db(&e, "i.db");
@@ -412,7 +381,7 @@ Test(sweep, racing_sweeps_store_each_combination_once, .timeout = 120)
 {
 	struct env e;
 	int st;
-	bin();
+	th_bin();
 	env_init(&e);
 	make_traces(&e, 3000);
 	create_db(&e, "race.db");
@@ -430,7 +399,7 @@ Test(sweep, racing_sweeps_store_each_combination_once, .timeout = 120)
 Test(sweep, jobs_and_shards_merged_give_the_same_rows, .timeout = 120)
 {
 	struct env e;
-	bin();
+	th_bin();
 	env_init(&e);
 	make_traces(&e, 400);
 	cr_assert_eq(sh(&e, SWEEP_ARGS " --db one.db -j 1"), 0);
@@ -478,7 +447,7 @@ Test(sweep, jobs_and_shards_merged_give_the_same_rows, .timeout = 120)
 Test(sweep, merge_keeps_runs_without_keys_and_refuses_bad_inputs)
 {
 	struct env e;
-	bin();
+	th_bin();
 	env_init(&e);
 	make_traces(&e, 50);
 	cr_assert_eq(sh(&e, "run tr/a.trace --policy pytorch --db plain.db"), 0);
@@ -506,7 +475,7 @@ Test(sweep, merge_keeps_runs_without_keys_and_refuses_bad_inputs)
 Test(sweep, bad_input_fails_before_anything_runs)
 {
 	struct env e;
-	bin();
+	th_bin();
 	env_init(&e);
 	make_traces(&e, 20);
 	/* a misspelt knob for a named policy */
@@ -563,7 +532,7 @@ Test(sweep, bad_input_fails_before_anything_runs)
 Test(sweep, a_failing_run_is_reported_and_the_others_are_stored)
 {
 	struct env e;
-	bin();
+	th_bin();
 	env_init(&e);
 	make_traces(&e, 50);
 	/* reads fine, but the replay meets a free of an address never allocated */

@@ -1,0 +1,307 @@
+/*
+ * cost.c: the memory-management cost model and its fit from a trace's
+ * host API records (see cost.h and docs/timing.md).
+ *
+ * Why medians: API times in a capture carry the profiler's own overhead,
+ * page faults and the odd multi-millisecond stall; a mean follows those, a
+ * median follows the typical call, which is what a replay repeats
+ * thousands of times.
+ */
+#include "cost.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../policies/policy.h"
+
+#define MIB ((double)(1u << 20))
+#define MIN_SAMPLES 3
+
+enum cost_api cost_api_kind(const char *name)
+{
+	static const char *const mallocs[] = {"cudaMalloc", "cuMemAlloc", "cuMemAlloc_v2", NULL};
+	static const char *const frees[] = {"cudaFree", "cuMemFree", "cuMemFree_v2", NULL};
+	static const char *const other[] = {
+		"cudaMallocAsync", "cudaFreeAsync", "cudaMallocFromPoolAsync",
+		"cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync",
+		"cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemSetAccess",
+		"cuMemAddressReserve", "cuMemAddressFree", "cudaMallocPitch", "cuMemAllocPitch",
+		"cuMemAllocPitch_v2", "cudaMemPoolTrimTo", NULL};
+	if (!name || (name[0] != 'c'))
+		return COST_API_OTHER;
+	for (int i = 0; mallocs[i]; i++)
+		if (!strcmp(name, mallocs[i]))
+			return COST_API_MALLOC;
+	for (int i = 0; frees[i]; i++)
+		if (!strcmp(name, frees[i]))
+			return COST_API_FREE;
+	for (int i = 0; other[i]; i++)
+		if (!strcmp(name, other[i]))
+			return COST_API_MEM;
+	return COST_API_OTHER;
+}
+
+void cost_defaults(struct cost_model *m)
+{
+	memset(m, 0, sizeof *m);
+	/* fitted by cost_fit_trace on capture/tests/data/resnet18-nocache.trace.gz
+	 * (H200, driver 580, CUDA 13.0), rounded; see docs/timing.md */
+	m->malloc_c.small_ns = 8000;
+	m->malloc_c.large_ns = 60000;
+	m->malloc_c.large_ns_per_mib = 800;
+	m->free_c.small_ns = 5000;
+	m->free_c.large_ns = 40000;
+	m->free_c.large_ns_per_mib = 800;
+	/* cuMemCreate + cuMemMap + cuMemSetAccess of one 2 MiB page, and its
+	 * unmap + release: assumed like a large cudaMalloc/cudaFree */
+	m->map_ns = 60000;
+	m->unmap_ns = 40000;
+	/* PyTorch's caching allocator serves a hit in about 1 us of host time */
+	m->hit_ns = 1000;
+	m->free_sync = 1;
+}
+
+static int set_us(const struct conf_kv *kv, double *out, char *err, size_t errlen)
+{
+	double v;
+	if (conf_double(kv, 0, 1e9, &v, err, errlen) < 0)
+		return -1;
+	*out = v * 1000.0;
+	return 0;
+}
+
+int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{"malloc_us", offsetof(struct cost_model, malloc_c.small_ns)},
+		{"malloc_large_us", offsetof(struct cost_model, malloc_c.large_ns)},
+		{"malloc_us_per_mib", offsetof(struct cost_model, malloc_c.large_ns_per_mib)},
+		{"free_us", offsetof(struct cost_model, free_c.small_ns)},
+		{"free_large_us", offsetof(struct cost_model, free_c.large_ns)},
+		{"free_us_per_mib", offsetof(struct cost_model, free_c.large_ns_per_mib)},
+		{"map_us", offsetof(struct cost_model, map_ns)},
+		{"unmap_us", offsetof(struct cost_model, unmap_ns)},
+		{"hit_us", offsetof(struct cost_model, hit_ns)},
+	};
+	const char *cur = knobs ? knobs : "";
+	struct conf_kv kv;
+	int r;
+	while ((r = conf_next(&cur, &kv, err, errlen)) > 0) {
+		size_t i, n = sizeof keys / sizeof keys[0];
+		if (!strcmp(kv.key, "free_sync")) {
+			if (strcmp(kv.value, "0") && strcmp(kv.value, "1")) {
+				snprintf(err, errlen, "cost knob free_sync: '%s' is not 0 or 1", kv.value);
+				return -1;
+			}
+			m->free_sync = kv.value[0] == '1';
+			continue;
+		}
+		for (i = 0; i < n; i++)
+			if (!strcmp(kv.key, keys[i].key))
+				break;
+		if (i == n) {
+			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
+				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
+				 "unmap_us, hit_us, free_sync)", kv.key);
+			return -1;
+		}
+		if (set_us(&kv, (double *)((char *)m + keys[i].off), err, errlen) < 0)
+			return -1;
+	}
+	return r < 0 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- fit */
+
+void cost_fitter_init(struct cost_fitter *f)
+{
+	memset(f, 0, sizeof *f);
+}
+
+static int push(struct cost_sample **a, size_t *n, size_t *cap, uint64_t bytes, uint64_t ns)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		struct cost_sample *na = realloc(*a, ncap * sizeof *na);
+		if (!na)
+			return -1;
+		*a = na;
+		*cap = ncap;
+	}
+	(*a)[*n].bytes = bytes;
+	(*a)[*n].ns = ns;
+	(*n)++;
+	return 0;
+}
+
+int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const char *name)
+{
+	switch (rec->type) {
+	case TREC_KERNEL:
+	case TREC_MEMCPY:
+	case TREC_MEMSET:
+		if (rec->end > f->gpu_busy)
+			f->gpu_busy = rec->end;
+		return 0;
+	case TREC_API: {
+		enum cost_api k = cost_api_kind(name);
+		if (k != COST_API_MALLOC && k != COST_API_FREE)
+			return 0;
+		f->pend_kind = k;
+		f->pend_start = rec->start;
+		f->pend_end = rec->end >= rec->start ? rec->end : rec->start;
+		f->pend_corr = rec->u.api.corr;
+		/* the part of a cudaFree spent waiting for work queued before it */
+		uint64_t busy = f->gpu_busy < f->pend_end ? f->gpu_busy : f->pend_end;
+		f->pend_wait = busy > f->pend_start ? busy - f->pend_start : 0;
+		return 0;
+	}
+	case TREC_ALLOC:
+	case TREC_FREE: {
+		int want = rec->type == TREC_ALLOC ? COST_API_MALLOC : COST_API_FREE;
+		if (f->pend_kind != want)
+			return 0;
+		if (f->pend_corr ? rec->u.mem.corr != f->pend_corr
+				 : (rec->start < f->pend_start || rec->start > f->pend_end))
+			return 0;
+		f->pend_kind = 0;
+		uint64_t ns = f->pend_end - f->pend_start;
+		if (want == COST_API_MALLOC)
+			return push(&f->mal, &f->nmal, &f->capmal, rec->u.mem.bytes, ns);
+		if (rec->u.mem.bytes == 0)
+			return 0; /* size unknown: cannot place it on the curve */
+		return push(&f->fre, &f->nfre, &f->capfre, rec->u.mem.bytes, ns - f->pend_wait);
+	}
+	default:
+		return 0;
+	}
+}
+
+static int cmp_ns(const void *a, const void *b)
+{
+	uint64_t x = ((const struct cost_sample *)a)->ns, y = ((const struct cost_sample *)b)->ns;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_bytes(const void *a, const void *b)
+{
+	const struct cost_sample *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	return cmp_ns(a, b);
+}
+
+static double median_ns(struct cost_sample *s, size_t n)
+{
+	qsort(s, n, sizeof *s, cmp_ns);
+	return n % 2 ? (double)s[n / 2].ns : ((double)s[n / 2 - 1].ns + (double)s[n / 2].ns) / 2;
+}
+
+static double median_bytes(const struct cost_sample *s, size_t n)
+{
+	/* S is sorted by bytes */
+	return n % 2 ? (double)s[n / 2].bytes
+		: ((double)s[n / 2 - 1].bytes + (double)s[n / 2].bytes) / 2;
+}
+
+/* Small pool: the median. Large: the line through the (median size,
+ * median time) points of the lower and upper halves by size, a two-group
+ * robust regression; a negative slope (noise) is clamped to a constant. */
+static void fit_curve(struct cost_sample *s, size_t n, struct cost_curve *c)
+{
+	if (!n)
+		return; /* qsort may not be given NULL */
+	qsort(s, n, sizeof *s, cmp_bytes);
+	size_t nsmall = 0;
+	while (nsmall < n && s[nsmall].bytes < COST_SMALL_LIMIT)
+		nsmall++;
+	if (nsmall >= MIN_SAMPLES) {
+		struct cost_sample *tmp = malloc(nsmall * sizeof *tmp);
+		if (tmp) {
+			memcpy(tmp, s, nsmall * sizeof *tmp);
+			c->small_ns = median_ns(tmp, nsmall);
+			free(tmp);
+		}
+	}
+	struct cost_sample *l = s + nsmall;
+	size_t nl = n - nsmall;
+	if (nl < MIN_SAMPLES)
+		return;
+	size_t h = nl / 2;
+	double b1 = median_bytes(l, h), b2 = median_bytes(l + h, nl - h);
+	double d1, d2;
+	struct cost_sample *tmp = malloc(nl * sizeof *tmp);
+	if (!tmp)
+		return;
+	memcpy(tmp, l, nl * sizeof *tmp);
+	d1 = median_ns(tmp, h);
+	d2 = median_ns(tmp + h, nl - h);
+	double slope = b2 > b1 ? (d2 - d1) / ((b2 - b1) / MIB) : 0;
+	if (slope < 0) {
+		c->large_ns = median_ns(tmp, nl);
+		c->large_ns_per_mib = 0;
+	} else {
+		c->large_ns_per_mib = slope;
+		c->large_ns = d1 - slope * b1 / MIB;
+		if (c->large_ns < 0) {
+			c->large_ns = 0;
+		}
+	}
+	free(tmp);
+}
+
+void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
+{
+	cost_defaults(m);
+	fit_curve(f->mal, f->nmal, &m->malloc_c);
+	fit_curve(f->fre, f->nfre, &m->free_c);
+	m->n_malloc = f->nmal;
+	m->n_free = f->nfre;
+	free(f->mal);
+	free(f->fre);
+	memset(f, 0, sizeof *f);
+}
+
+int cost_fit_trace(const char *path, const char *knobs, struct cost_model *m,
+		   char *err, size_t errlen)
+{
+	struct cost_fitter f;
+	struct trace_rec rec;
+	int rc, ret = -1;
+	cost_fitter_init(&f);
+	struct trace_reader *rd = trace_reader_open(path);
+	if (!rd) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	if (trace_reader_status(rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	while ((rc = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		const char *name = rec.type == TREC_API ? trace_reader_string(rd, rec.u.api.name) : NULL;
+		if (cost_fitter_add(&f, &rec, name) < 0) {
+			snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", path, rec.line);
+			goto out;
+		}
+	}
+	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	cost_fitter_finish(&f, m);
+	if (cost_parse(m, knobs, err, errlen) < 0)
+		goto out;
+	ret = 0;
+out:
+	free(f.mal);
+	free(f.fre);
+	if (rd)
+		trace_reader_close(rd);
+	return ret;
+}

@@ -1,0 +1,255 @@
+/*
+ * test_cost.c: the timing model (sim/cost.c and the engine's use of it):
+ * the fit from synthetic cudaMalloc/cudaFree records, knob parsing, the
+ * exact prediction for cuda_malloc on a trace without API records, the
+ * remove-then-re-add round trip, and step times.
+ */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../sim/cost.h"
+#include "../sim/engine.h"
+
+extern const struct alloc_policy policy_cuda_malloc;
+
+/* A plain-text trace in a unique temp file; PATH gets its name. */
+static void write_trace(char *path, size_t len, const char *body)
+{
+	snprintf(path, len, "/tmp/gpumemsim_cost_XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	cr_assert_not_null(f);
+	fputs(body, f);
+	fclose(f);
+}
+
+struct sbuf { char *s; size_t n, cap; unsigned recs; };
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char line[512];
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	cr_assert(n > 0 && (size_t)n < sizeof line);
+	if (b->n + (size_t)n + 1 > b->cap) {
+		b->cap = (b->cap + (size_t)n + 1) * 2;
+		b->s = realloc(b->s, b->cap);
+		cr_assert_not_null(b->s);
+	}
+	memcpy(b->s + b->n, line, (size_t)n + 1);
+	b->n += (size_t)n;
+	if (line[0] != 'S' && strncmp(line, "gpumemsim", 9))
+		b->recs++;
+}
+
+static void sb_end(struct sbuf *b)
+{
+	unsigned n = b->recs;
+	sb_printf(b, "end %u 0\n", n);
+}
+
+static void run_timed(const char *path, const struct cost_model *m, struct sim_result *r)
+{
+	char err[512] = "";
+	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc, .cost = m};
+	cr_assert_eq(sim_run(&o, r, err, sizeof err), 0, "%s", err);
+}
+
+Test(cost, api_kinds)
+{
+	cr_assert_eq(cost_api_kind("cudaMalloc"), COST_API_MALLOC);
+	cr_assert_eq(cost_api_kind("cudaFree"), COST_API_FREE);
+	cr_assert_eq(cost_api_kind("cuMemMap"), COST_API_MEM);
+	cr_assert_eq(cost_api_kind("cudaLaunchKernel"), COST_API_OTHER);
+	cr_assert_eq(cost_api_kind(NULL), COST_API_OTHER);
+}
+
+Test(cost, knobs_parse_and_bad_knob_is_named)
+{
+	struct cost_model m;
+	char err[256] = "";
+	cost_defaults(&m);
+	cr_assert_eq(cost_parse(&m, "malloc_us=10,free_us:2.5,free_sync=0,hit_us=0", err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.malloc_c.small_ns, 10000, 1e-6);
+	cr_assert_float_eq(m.free_c.small_ns, 2500, 1e-6);
+	cr_assert_eq(m.free_sync, 0);
+	cr_assert_float_eq(m.hit_ns, 0, 1e-9);
+	cr_assert_eq(cost_parse(&m, "malloc_ms=1", err, sizeof err), -1);
+	cr_assert(strstr(err, "malloc_ms"), "%s", err);
+	cr_assert_eq(cost_parse(&m, "free_sync=2", err, sizeof err), -1);
+	cr_assert(strstr(err, "free_sync"), "%s", err);
+}
+
+/* Small mallocs take 5 us, large ones 100 us + 10 us/MiB, frees 3 us of
+ * their own plus the wait for a kernel queued just before them. */
+Test(cost, fit_from_api_records)
+{
+	struct sbuf b = {0};
+	char path[64], err[256];
+	uint64_t t = 1000, corr = 1;
+	sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaFree\n");
+	for (int i = 0; i < 40; i++) {
+		uint64_t bytes = i % 2 ? 4096 : (uint64_t)(1 + i % 8) << 20;
+		uint64_t md = bytes < COST_SMALL_LIMIT ? 5000 : 100000 + 10000 * (bytes >> 20);
+		sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + md, corr);
+		sb_printf(&b, "a %lu 0x%lx %lu - 3 0 %lu -\n", t + 1, 0x10000000ul * (i + 1), bytes, corr);
+		corr++;
+		t += md + 100;
+		sb_printf(&b, "k %lu %lu 7 0 1,1,1 1,1,1 0 0 0\n", t, t + 2000);
+		sb_printf(&b, "p %lu %lu 1 %lu\n", t + 10, t + 2000 + 3000, corr);
+		sb_printf(&b, "f %lu 0x%lx %lu - 3 0 %lu -\n", t + 11, 0x10000000ul * (i + 1), bytes, corr);
+		corr++;
+		t += 6000;
+	}
+	sb_end(&b);
+	write_trace(path, sizeof path, b.s);
+	struct cost_model m;
+	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(m.n_malloc, 40);
+	cr_assert_eq(m.n_free, 40);
+	cr_assert_float_eq(m.malloc_c.small_ns, 5000, 1e-6);
+	cr_assert_float_eq(m.malloc_c.large_ns, 100000, 1.0);
+	cr_assert_float_eq(m.malloc_c.large_ns_per_mib, 10000, 1.0);
+	/* the free waited 1990 ns for the kernel: only 3000 are its own */
+	cr_assert_float_eq(m.free_c.small_ns, 3000, 1e-6);
+	cr_assert_float_eq(m.free_c.large_ns, 3000, 1.0);
+	cr_assert_float_eq(m.free_c.large_ns_per_mib, 0, 1.0);
+	/* knobs apply over the fit */
+	cr_assert_eq(cost_fit_trace(path, "hit_us=2", &m, err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.hit_ns, 2000, 1e-6);
+	unlink(path);
+	free(b.s);
+}
+
+Test(cost, defaults_without_api_records)
+{
+	char path[64], err[256];
+	write_trace(path, sizeof path, "gpumemsim-trace 1\na 10 0x1000 4096 -\nf 20 0x1000 4096 -\nend 2 0\n");
+	struct cost_model m, d;
+	cost_defaults(&d);
+	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(m.n_malloc, 0);
+	cr_assert_float_eq(m.malloc_c.small_ns, d.malloc_c.small_ns, 1e-9);
+	cr_assert_float_eq(m.free_c.large_ns, d.free_c.large_ns, 1e-9);
+	unlink(path);
+}
+
+/* No API records: each iteration is alloc, a kernel, then the free that
+ * waits for it. Predicted = recorded compute + n * (malloc + free + wait). */
+Test(cost, cuda_malloc_prediction_is_exact)
+{
+	const uint64_t n = 10, G = 1000, K = 500, M = 10000, F = 5000;
+	struct sbuf b = {0};
+	char path[64], err[256];
+	sb_printf(&b, "gpumemsim-trace 1\nS 0 kern\n");
+	for (uint64_t i = 0; i < n; i++) {
+		sb_printf(&b, "a %lu 0x%lx 4096 -\n", i * G, 0x1000 * (i + 1));
+		sb_printf(&b, "k %lu %lu 7 0 1,1,1 1,1,1 0 0 0\n", i * G + 10, i * G + 10 + K);
+		sb_printf(&b, "f %lu 0x%lx 4096 -\n", i * G + 20, 0x1000 * (i + 1));
+	}
+	sb_end(&b);
+	write_trace(path, sizeof path, b.s);
+	struct cost_model m;
+	cost_defaults(&m);
+	cr_assert_eq(cost_parse(&m, "malloc_us=10,free_us=5,hit_us=0", err, sizeof err), 0, "%s", err);
+	struct sim_result r;
+	run_timed(path, &m, &r);
+	uint64_t compute = (n - 1) * G + 20;
+	cr_assert_eq(r.sim_duration_ns, compute + n * (M + F + (K - 10)),
+		     "got %lu", (unsigned long)r.sim_duration_ns);
+	cr_assert_eq(r.mem_api_ns, n * (M + F));
+	cr_assert_eq(r.mem_wait_ns, n * (K - 10));
+	cr_assert_eq(r.timed, 1);
+	sim_result_free(&r);
+	/* without a model the replay keeps the recorded times */
+	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc};
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.sim_duration_ns, (n - 1) * G + 10 + K);
+	cr_assert_eq(r.timed, 0);
+	sim_result_free(&r);
+	unlink(path);
+	free(b.s);
+}
+
+/* A no-caching capture: cudaMalloc/cudaFree records whose durations are
+ * the API cost (and, for the free, the wait for the kernel). Removing them
+ * and re-adding cuda_malloc's fitted costs gives the recorded timeline
+ * back; steps come from 'x step' records. */
+Test(cost, round_trip_and_steps)
+{
+	const uint64_t M = 7000, F = 4000, K = 30000, gap = 2000;
+	struct sbuf b = {0};
+	char path[64], err[256];
+	uint64_t t = 100, corr = 1;
+	sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaFree\nS 2 kern\n");
+	for (int step = 0; step < 4; step++) {
+		sb_printf(&b, "x %lu step %d\n", t, step);
+		for (int i = 0; i < 5; i++) {
+			uint64_t addr = 0x100000ul * (uint64_t)(step * 8 + i + 1);
+			sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + M, corr);
+			sb_printf(&b, "a %lu 0x%lx 65536 - 3 0 %lu -\n", t + M / 2, addr, corr);
+			corr++;
+			t += M + 10;
+			sb_printf(&b, "k %lu %lu 7 2 1,1,1 1,1,1 0 0 0\n", t, t + K);
+			t += gap;
+			/* the free waits for the kernel, then does its own work */
+			uint64_t kend = t - gap + K;
+			sb_printf(&b, "p %lu %lu 1 %lu\n", t, kend + F, corr);
+			sb_printf(&b, "f %lu 0x%lx 65536 - 3 0 %lu -\n", t + 1, addr, corr);
+			corr++;
+			t = kend + F + gap;
+		}
+	}
+	sb_end(&b);
+	write_trace(path, sizeof path, b.s);
+	struct cost_model m;
+	cr_assert_eq(cost_fit_trace(path, "hit_us=0", &m, err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.malloc_c.small_ns, M, 1e-6);
+	cr_assert_float_eq(m.free_c.small_ns, F, 1e-6);
+	struct sim_result r;
+	run_timed(path, &m, &r);
+	double rel = ((double)r.sim_duration_ns - (double)r.trace_duration_ns) / (double)r.trace_duration_ns;
+	cr_assert(rel < 0.01 && rel > -0.01, "sim %lu vs trace %lu", (unsigned long)r.sim_duration_ns,
+		  (unsigned long)r.trace_duration_ns);
+	cr_assert_eq(r.step_count, 4);
+	cr_assert_eq(r.nsteps, 4);
+	uint64_t rec_step = 5 * (M + 10 + gap + (K - gap) + F + gap) - 0;
+	double srel = ((double)r.step_time_ns - (double)rec_step) / (double)rec_step;
+	cr_assert(srel < 0.01 && srel > -0.01, "step %lu vs %lu", (unsigned long)r.step_time_ns,
+		  (unsigned long)rec_step);
+	cr_assert_gt(r.api_removed_ns, 0);
+	sim_result_free(&r);
+	unlink(path);
+	free(b.s);
+}
+
+/* NVTX ranges named "step" delimit steps when there are no 'x step'
+ * records; the mean leaves the first (warm-up) step out. */
+Test(cost, nvtx_steps_exclude_warmup)
+{
+	char path[64], err[256];
+	write_trace(path, sizeof path,
+		    "gpumemsim-trace 1\nS 0 step\nS 1 kern\n"
+		    "r 0 +1000 0 0\nk 10 +900 7 1 1,1,1 1,1,1 0 0 0\n"
+		    "r 2000 +100 0 0\nk 2010 +300 7 1 1,1,1 1,1,1 0 0 0\n"
+		    "r 3000 +100 0 0\nk 3010 +500 7 1 1,1,1 1,1,1 0 0 0\n"
+		    "end 6 0\n");
+	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc};
+	struct sim_result r;
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.step_count, 3);
+	/* each step lasts until its range ends and its kernel is done */
+	cr_assert_eq(r.step_ns[0], 1000);
+	cr_assert_eq(r.step_ns[1], 310);
+	cr_assert_eq(r.step_ns[2], 510);
+	cr_assert_eq(r.step_time_ns, (310 + 510) / 2);
+	sim_result_free(&r);
+	unlink(path);
+}
