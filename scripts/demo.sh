@@ -10,7 +10,7 @@ out=${DEMO_OUT:-out/demo}
 mkdir -p "$out"
 db=$out/results.db
 
-traces=$(find traces -name '*.trace.gz' -o -name '*.trace' | sort)
+traces=$(find traces \( -path traces/torch/truth -prune \) -o \( -name '*.trace.gz' -o -name '*.trace' \) -print | sort)
 # PyTorch's knobs, TensorFlow/JAX BFC, the CUDA pool, the references and the
 # offline floor. GC acts only under a memory fraction (here 5% of 140 GiB).
 $bin sweep --traces $traces \

@@ -119,7 +119,6 @@ static int parse_margin(const char *v, double *out)
 	return 0;
 }
 
-
 /* Here rather than in cmd_whatif.c: only maxbatch and explain replay. */
 const struct alloc_policy *whatif_policy(const char *cmd, const char *name)
 {
@@ -131,6 +130,7 @@ const struct alloc_policy *whatif_policy(const char *cmd, const char *name)
 	}
 	return pol;
 }
+
 /* maxbatch: exit codes as cli.h says. */
 int cmd_maxbatch(int argc, char **argv)
 {
