@@ -31,10 +31,11 @@
  * list; a free mapped block sits in its pool's `blocks` set, an unmapped one
  * in `unmapped`, an allocated one in the `active` address map.
  *
- * Data structures: the ordered sets are treaps (priorities from a fixed
- * xorshift sequence, so runs are reproducible) threaded through the blocks
- * themselves; blocks come from a free list. Every pool operation is
- * O(log n).
+ * Data structures: the ordered sets are non-recursive treaps linked to
+ * the parent (priorities from a fixed xorshift sequence, so runs are
+ * reproducible) threaded through the blocks themselves; blocks come from a
+ * free list. A block leaves its set by handle; every pool operation is
+ * O(log n) expected.
  *
  * Not modelled: cross-stream frees (record_stream events; the traces carry
  * none yet), CUDA graph private pools, the free-memory callbacks.
@@ -63,10 +64,9 @@
 
 struct pt_eseg;
 
-/* Key and treap links come first and a block fills two cache lines
- * exactly: a tree descent touches one line per block. */
+/* Key and treap links come first: a tree descent reads only those. */
 struct pt_block {
-	_Alignas(64) uint64_t addr;
+	uint64_t addr;
 	uint64_t size;
 	uint32_t stream, prio;        /* prio: treap heap priority */
 	struct pt_block *l, *r, *up;  /* treap links (up: parent) */
@@ -164,11 +164,9 @@ static struct pt_block *block_new(struct pytorch_state *s)
 			s->chunks = na;
 			s->capchunks = nc;
 		}
-		struct pt_block *c = aligned_alloc(_Alignof(struct pt_block),
-						   BLOCKS_PER_CHUNK * sizeof *c);
+		struct pt_block *c = calloc(BLOCKS_PER_CHUNK, sizeof *c);
 		if (!c)
 			return NULL;
-		memset(c, 0, BLOCKS_PER_CHUNK * sizeof *c);
 		s->chunks[s->nchunks++] = c;
 		for (size_t i = 0; i < BLOCKS_PER_CHUNK; i++) {
 			c[i].next = s->free_list;
@@ -292,18 +290,31 @@ static int tree_remove(struct pt_tree *tr, struct pt_block *b)
 	return 1;
 }
 
-/* First block >= key (stream, size, addr), or NULL. */
-static struct pt_block *tree_lower_bound(const struct pt_tree *tr, uint32_t stream,
-					 uint64_t size, uint64_t addr)
+/* With WANT_LT 0: the first block >= key (stream, size, addr); with 1: the
+ * last block < key. NULL when there is none. */
+static struct pt_block *tree_search(const struct pt_tree *tr, uint32_t stream, uint64_t size,
+				    uint64_t addr, int want_lt)
 {
 	struct pt_block *t = tr->root, *best = NULL;
 	int sized = tr->order == PT_BY_SIZE;
 	while (t) {
 		int lt = key_lt(t->stream, t->size, t->addr, stream, size, addr, sized);
-		best = lt ? best : t;
+		best = lt == want_lt ? t : best;
 		t = lt ? t->r : t->l;
 	}
 	return best;
+}
+
+static struct pt_block *tree_lower_bound(const struct pt_tree *tr, uint32_t stream,
+					 uint64_t size, uint64_t addr)
+{
+	return tree_search(tr, stream, size, addr, 0);
+}
+
+static struct pt_block *tree_before(const struct pt_tree *tr, uint32_t stream,
+				    uint64_t size, uint64_t addr)
+{
+	return tree_search(tr, stream, size, addr, 1);
 }
 
 /* The block after B (which is in the set) in the set's order. */
@@ -318,20 +329,6 @@ static struct pt_block *tree_next(const struct pt_block *b)
 	while (b->up && b->up->r == b)
 		b = b->up;
 	return b->up;
-}
-
-/* The last block < key, or NULL. */
-static struct pt_block *tree_before(const struct pt_tree *tr, uint32_t stream,
-				    uint64_t size, uint64_t addr)
-{
-	struct pt_block *t = tr->root, *best = NULL;
-	int sized = tr->order == PT_BY_SIZE;
-	while (t) {
-		int lt = key_lt(t->stream, t->size, t->addr, stream, size, addr, sized);
-		best = lt ? t : best;
-		t = lt ? t->r : t->l;
-	}
-	return best;
 }
 
 /* The set's blocks in order, into a malloc'd array (for walks that free). */

@@ -19,6 +19,7 @@ $bin sweep --traces $traces \
 		'pytorch=roundup_power2_divisions:4' \
 		'pytorch=garbage_collection_threshold:0.6,fraction:0.05' \
 		'bfc=' 'bfc=allow_growth:true' 'bfc=preset:jax' \
+	--capacities default 8GiB \
 	--db "$db" -j 2
 $bin table --db "$db"
 $bin report --db "$db" -o "$out/report"

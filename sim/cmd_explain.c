@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cmd_whatif.h"
@@ -43,7 +44,7 @@ struct ex_point {
 struct ex_step {
 	int64_t d[5];                  /* reserved, ws, act, rounding, slack */
 	double slope;
-	const char *flag;              /* "", "FALLS", "JUMP" */
+	const char *flag;              /* "", "FALLS", "JUMP", "WS-FALLS" */
 	const char *cause;
 	char detail[256];
 };
@@ -62,6 +63,9 @@ static void usage(FILE *f)
 		"or jumps more than its neighbours, are flagged with their cause.\n\n"
 		"  --policy NAME    allocator policy (default pytorch); --conf STRING its knobs\n"
 		"  --capacity SIZE  device memory (default: the trace's, else unlimited)\n"
+		"  --steady         from the NVTX range \"step 1\" on (whatif steady): the\n"
+		"                   peaks without the first step's autotuning\n"
+		"  --from-range N   the same from the first range named N\n"
 		"  --json           one JSON object on stdout instead of the tables\n\n"
 		"Exit status: 0 ok, 1 failure (bad trace: file:line, bad knob), 2 usage.\n");
 }
@@ -126,13 +130,84 @@ static void attribute(const struct ex_point *a, const struct ex_point *b, struct
 	}
 }
 
+/* The seed's pattern hidden under a growing total: the workspace term falls
+ * while the batch grows (an algorithm change), outweighed by activations.
+ * Flag it and name the layer range whose workspace fell most. */
+static void ws_falls(const struct ex_point *a, const struct ex_point *b, struct ex_step *s)
+{
+	const char *name = NULL;
+	int64_t dd = 0;
+	char b1[32], b2[32];
+	for (int side = 0; side < 2; side++) {
+		const struct bf_live *l = side ? &b->live : &a->live;
+		for (size_t i = 0; i < l->nws; i++) {
+			int64_t x = (int64_t)group_bytes(&b->live, l->ws[i].name) -
+				    (int64_t)group_bytes(&a->live, l->ws[i].name);
+			if (x < dd) {
+				dd = x;
+				name = l->ws[i].name;
+			}
+		}
+	}
+	if (!s->flag[0])
+		s->flag = "WS-FALLS";
+	size_t n = strlen(s->detail);
+	snprintf(s->detail + n, sizeof s->detail - n, "%sworkspace %s", n ? "; " : "",
+		 fmt_delta(s->d[1], b1, sizeof b1));
+	n = strlen(s->detail);
+	if (a->live.nws && b->live.nws && strcmp(a->live.ws[0].name, b->live.ws[0].name)) {
+		/* the largest workspace moved to another layer: show both */
+		snprintf(s->detail + n, sizeof s->detail - n, ": largest %s %s -> %s %s",
+			 a->live.ws[0].name, cli_fmt_bytes(a->live.ws[0].bytes, b1, sizeof b1),
+			 b->live.ws[0].name, cli_fmt_bytes(b->live.ws[0].bytes, b2, sizeof b2));
+	} else if (name) {
+		snprintf(s->detail + n, sizeof s->detail - n, ", most in %s %s", name,
+			 fmt_delta(dd, b2, sizeof b2));
+	}
+}
+
+/* Replace *T by its steady state (from the first range RANGE on): written
+ * to a private temporary file TMP (the caller removes it after the replay)
+ * and loaded again, so that the replay and the live-set walk see the same
+ * lines. 0, or -1 with ERR; *T is freed either way on failure. */
+static int steady_copy(struct bf_trace **t, const char *range, char *tmp, size_t tmplen,
+		       char *err, size_t errlen)
+{
+	const char *dir = getenv("TMPDIR");
+	struct bf_trace *s = NULL;
+	int ret = -1;
+
+	snprintf(tmp, tmplen, "%s/gpumemsim-steady-XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot create a temporary file", tmp);
+		tmp[0] = 0;
+		goto out;
+	}
+	close(fd);
+	if (bf_write_from_range(*t, range, tmp, err, errlen) < 0)
+		goto out;
+	if (bf_load(tmp, &s, err, errlen) < 0)
+		goto out;
+	ret = 0;
+out:
+	if (ret < 0 && tmp[0]) {
+		remove(tmp);
+		tmp[0] = 0;
+	}
+	bf_free(*t);
+	*t = s;
+	return ret;
+}
+
 /* explain batch: exit codes as cli.h says. */
 int cmd_explain(int argc, char **argv)
 {
 	struct ex_point p[MAX_POINTS];
 	struct ex_step st[MAX_POINTS];
 	size_t np = 0;
-	const char *policy = "pytorch", *conf = NULL;
+	const char *policy = "pytorch", *conf = NULL, *from_range = NULL;
+	char tmp[1024] = "";
 	uint64_t capacity = 0;
 	int json = 0, ret = 1;
 	char err[1536];
@@ -153,7 +228,10 @@ int cmd_explain(int argc, char **argv)
 		const char *o = argv[i];
 		if (!strcmp(o, "--json")) {
 			json = 1;
-		} else if (!strcmp(o, "--policy") || !strcmp(o, "--conf") || !strcmp(o, "--capacity")) {
+		} else if (!strcmp(o, "--steady")) {
+			from_range = "step 1";
+		} else if (!strcmp(o, "--policy") || !strcmp(o, "--conf") || !strcmp(o, "--capacity") ||
+			   !strcmp(o, "--from-range")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "gpumemsim explain: %s needs a value\n", o);
 				return EXIT_USAGE;
@@ -161,6 +239,8 @@ int cmd_explain(int argc, char **argv)
 			const char *v = argv[++i];
 			if (!strcmp(o, "--policy"))
 				policy = v;
+			else if (!strcmp(o, "--from-range"))
+				from_range = v;
 			else if (!strcmp(o, "--conf"))
 				conf = v;
 			else if (conf_size(v, &capacity) < 0 || !capacity) {
@@ -196,11 +276,20 @@ int cmd_explain(int argc, char **argv)
 			goto out;
 		}
 		p[i].batch = bf_batch(t);
+		if (from_range && steady_copy(&t, from_range, tmp, sizeof tmp, err, sizeof err) < 0) {
+			fprintf(stderr, "gpumemsim explain: %s\n", err);
+			goto out;
+		}
 		struct sim_options o = {
-			.trace_path = p[i].path, .policy = pol, .conf = conf, .capacity = capacity,
+			.trace_path = from_range ? tmp : p[i].path, .policy = pol, .conf = conf, .capacity = capacity,
 			.addr_mode = DEVICE_ADDR_SYNTHETIC, .timeline_points = 8,
 		};
-		if (sim_run(&o, &r, err, sizeof err) < 0) {
+		int sr = sim_run(&o, &r, err, sizeof err);
+		if (tmp[0]) {
+			remove(tmp);
+			tmp[0] = 0;
+		}
+		if (sr < 0) {
 			fprintf(stderr, "gpumemsim explain: %s\n", err);
 			bf_free(t);
 			goto out;
@@ -268,6 +357,8 @@ int cmd_explain(int argc, char **argv)
 				s->flag = "JUMP";
 		}
 		attribute(&p[i], &p[i + 1], s);
+		if (s->d[0] >= 0 && s->d[1] < 0)
+			ws_falls(&p[i], &p[i + 1], s);
 	}
 	if (json) {
 		struct json j;
@@ -344,7 +435,8 @@ int cmd_explain(int argc, char **argv)
 	for (size_t i = 0; i + 1 < np; i++)
 		nflag += st[i].flag[0] != 0;
 	printf("\n%zu flagged point(s): FALLS = peak reserved falls while batch grows; JUMP = its "
-	       "slope is more than twice its neighbours'\n", nflag);
+	       "slope is more than twice its neighbours'; WS-FALLS = the workspace live at the peak "
+	       "falls while batch grows\n", nflag);
 	ret = 0;
 out:
 	return ret;

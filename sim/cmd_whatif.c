@@ -35,7 +35,60 @@ static void usage(FILE *f)
 		"                       nearest capture (reported as unaligned sites)\n"
 		"  --json               the fit report as one JSON object on stdout\n\n"
 		"Exit status: 0 ok, 1 failure (misaligned captures: the message names the\n"
-		"site; bad trace: file:line), 2 usage.\n");
+		"site; bad trace: file:line), 2 usage.\n\n"
+		"usage: gpumemsim whatif steady TRACE -o OUT [--from-range NAME]\n\n"
+		"Write TRACE without its first step: allocations freed before the first NVTX\n"
+		"range NAME (default \"step 1\") starts are dropped with their frees, what is\n"
+		"live across it is kept. Replaying OUT gives the steady-state peaks, without\n"
+		"the first step's autotuning (cuDNN algorithm search, benchmark mode).\n");
+}
+
+/* whatif steady TRACE -o OUT [--from-range NAME]. */
+static int cmd_steady(int argc, char **argv)
+{
+	const char *in = NULL, *outp = NULL, *range = "step 1";
+	struct bf_trace *t = NULL;
+	char err[1536];
+	int ret = 1;
+
+	for (int i = 2; i < argc; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "-o") || !strcmp(o, "--from-range")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
+				return EXIT_USAGE;
+			}
+			if (!strcmp(o, "-o"))
+				outp = argv[++i];
+			else
+				range = argv[++i];
+		} else if (o[0] == '-' && o[1]) {
+			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
+			return EXIT_USAGE;
+		} else if (in) {
+			fprintf(stderr, "gpumemsim whatif steady: one trace only ('%s')\n", o);
+			return EXIT_USAGE;
+		} else {
+			in = o;
+		}
+	}
+	if (!in || !outp) {
+		fprintf(stderr, "gpumemsim whatif steady: %s\n", !in ? "missing TRACE" : "missing -o OUT");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (bf_load(in, &t, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim whatif: %s\n", err);
+		return 1;
+	}
+	if (bf_write_from_range(t, range, outp, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim whatif: %s\n", err);
+		goto out;
+	}
+	ret = 0;
+out:
+	bf_free(t);
+	return ret;
 }
 
 /* Print the fit report (text on F, or JSON on stdout). Shared with maxbatch. */
@@ -106,7 +159,7 @@ int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t)
 	return 0;
 }
 
-/* whatif batch: exit codes as cli.h says. */
+/* whatif batch / whatif steady: exit codes as cli.h says. */
 int cmd_whatif(int argc, char **argv)
 {
 	char *from[MAX_FROM];
@@ -123,8 +176,10 @@ int cmd_whatif(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+	if (argc >= 2 && !strcmp(argv[1], "steady"))
+		return cmd_steady(argc, argv);
 	if (argc < 2 || strcmp(argv[1], "batch")) {
-		fprintf(stderr, "gpumemsim whatif: expected 'batch' (the only what-if so far)\n");
+		fprintf(stderr, "gpumemsim whatif: expected 'batch' or 'steady'\n");
 		usage(stderr);
 		return EXIT_USAGE;
 	}

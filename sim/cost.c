@@ -61,6 +61,8 @@ void cost_defaults(struct cost_model *m)
 	/* PyTorch's caching allocator serves a hit in about 1 us of host time */
 	m->hit_ns = 1000;
 	m->free_sync = 1;
+	m->host_scale = 1.0;
+	m->api_overhead_ns = 0;
 }
 
 static int set_us(const struct conf_kv *kv, double *out, char *err, size_t errlen)
@@ -87,6 +89,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 		{"map_us", offsetof(struct cost_model, map_ns)},
 		{"unmap_us", offsetof(struct cost_model, unmap_ns)},
 		{"hit_us", offsetof(struct cost_model, hit_ns)},
+		{"api_overhead_us", offsetof(struct cost_model, api_overhead_ns)},
 	};
 	const char *cur = knobs ? knobs : "";
 	struct conf_kv kv;
@@ -101,13 +104,19 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			m->free_sync = kv.value[0] == '1';
 			continue;
 		}
+		if (!strcmp(kv.key, "host_scale")) {
+			/* a factor, not a time: 0 would make the host infinitely fast */
+			if (conf_double(&kv, 0.01, 100, &m->host_scale, err, errlen) < 0)
+				return -1;
+			continue;
+		}
 		for (i = 0; i < n; i++)
 			if (!strcmp(kv.key, keys[i].key))
 				break;
 		if (i == n) {
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
 				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
-				 "unmap_us, hit_us, free_sync)", kv.key);
+				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale)", kv.key);
 			return -1;
 		}
 		if (set_us(&kv, (double *)((char *)m + keys[i].off), err, errlen) < 0)

@@ -40,6 +40,14 @@ struct cost_model {
 	double map_ns, unmap_ns;      /* one map/unmap of expandable-segment pages */
 	double hit_ns;                /* an alloc or free served without a device call */
 	int free_sync;                /* 1: a device free first waits for every stream */
+	/* Host corrections for a capture made under a profiler or on a busy
+	 * machine (docs/timing.md, "Capture overhead"). host_scale multiplies
+	 * every recorded host interval (compute gaps and API calls; GPU work
+	 * keeps its recorded duration); api_overhead_ns is the profiler's cost
+	 * per API call, taken off every kept API record and off every device
+	 * call the policy makes (the fitted costs were measured under it). */
+	double host_scale;            /* 1 = the host runs as fast as recorded */
+	double api_overhead_ns;       /* 0 = none removed */
 	/* provenance: how many API samples the fit used (0 = defaults) */
 	uint64_t n_malloc, n_free;
 };
@@ -61,7 +69,8 @@ void cost_defaults(struct cost_model *m);
 
 /* Apply knobs "key=value,..." (':' also accepted) over M. Keys:
  * malloc_us, malloc_large_us, malloc_us_per_mib, free_us, free_large_us,
- * free_us_per_mib, map_us, unmap_us, hit_us, free_sync (0|1).
+ * free_us_per_mib, map_us, unmap_us, hit_us, free_sync (0|1),
+ * api_overhead_us, host_scale (a factor, 0.01 to 100).
  * -1 with ERR naming the knob. */
 int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen);
 

@@ -73,10 +73,17 @@ struct erec {
 		struct trace_sync sync;
 		struct trace_control control;
 		struct trace_segment segment;
-		uint32_t kstream;      /* TREC_KERNEL: its stream */
-		uint32_t apikind;      /* TREC_API: enum cost_api */
+		struct { uint32_t stream; uint64_t corr; } kern;  /* TREC_KERNEL */
+		struct { uint32_t kind; uint64_t corr; } api;     /* TREC_API: enum cost_api */
 		const char *rname;     /* TREC_RANGE: its name (the reader's string) */
 	} u;
+};
+
+/* GPU work found by the launch pre-pass, issued at its API call. */
+struct gpu_op {
+	uint64_t dur;
+	uint32_t stream;
+	int issued;
 };
 
 /* An NVTX range whose end the host has not reached yet. */
@@ -135,6 +142,14 @@ struct engine {
 	struct open_range rng[MAX_OPEN_RANGES];
 	int nrng;
 	uint64_t rng_min;             /* earliest end among rng */
+	/* launches (timed only): GPU work is queued when its API call returns,
+	 * not at its recorded start, so a faster host lets it start earlier */
+	struct u64map launch;         /* corr -> index in ops + 1 */
+	struct gpu_op *ops;
+	size_t nops;
+	uint64_t last_start;          /* recorded start of the previous record */
+	double scale;                 /* cost->host_scale */
+	uint64_t overhead;            /* cost->api_overhead_ns, rounded */
 	/* steps */
 	int x_steps;                  /* the trace has 'x step' records */
 	int step_open;
@@ -426,6 +441,12 @@ static int is_host_kind(uint32_t kind)
 
 /* ------------------------------------------------------------ timing */
 
+/* Recorded host nanoseconds NS at the simulated host's speed. */
+static inline uint64_t host_ns(const struct engine *e, uint64_t ns)
+{
+	return e->scale == 1.0 ? ns : (uint64_t)((double)ns * e->scale + 0.5);
+}
+
 /* After a policy call: the host pays what the call cost. A device free
  * first waits for every stream to drain (cudaFree's implicit sync); an
  * alloc or free that made no device call is a cache hit (HIT). Returns
@@ -434,8 +455,15 @@ static uint64_t charge(struct engine *e, uint64_t now, int hit)
 {
 	uint64_t ns, t = now;
 	int sync;
-	if (!device_take_cost(e->dev, &ns, &sync) && hit)
+	uint64_t calls = device_take_cost(e->dev, &ns, &sync);
+	if (!calls && hit)
 		ns = (uint64_t)e->cost->hit_ns;
+	else if (calls) {
+		/* the fitted costs were measured on the captured host: the
+		 * same correction as its recorded intervals */
+		ns = host_ns(e, ns);
+		ns = ns > calls * e->overhead ? ns - calls * e->overhead : 0;
+	}
 	if (sync && e->gpu_end > t) {
 		e->res->mem_wait_ns += e->gpu_end - t;
 		t = e->gpu_end;
@@ -501,6 +529,9 @@ static void ranges_end(struct engine *e, uint64_t until, uint64_t now)
 			if (e->rng[i].end < e->rng_min)
 				e->rng_min = e->rng[i].end;
 		uint64_t t = r.end + e->delay;
+		if (e->cost && e->scale != 1.0 && until != UINT64_MAX && until >= r.end)
+			/* the delay already holds the scaled gap up to UNTIL */
+			t = now - host_ns(e, until - r.end);
 		if ((int64_t)(t - e->floor) < 0)
 			t = e->floor;
 		if ((int64_t)(t - now) > 0)
@@ -675,28 +706,62 @@ static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
 
 /* ----------------------------------------------------------- timing */
 
-static int on_gpu_op(struct engine *e, const struct erec *rec, uint32_t stream,
-		     uint64_t now, char *err, size_t errlen)
+/* Queue DUR ns of work on STREAM at host time NOW: it starts when both
+ * the host has issued it and the stream's earlier work is done. */
+static int gpu_issue(struct engine *e, uint32_t stream, uint64_t now, uint64_t dur,
+		     uint64_t line, char *err, size_t errlen)
 {
 	uint32_t s;
-	if (stream_index(e, stream, &s, 1) < 0) {
-		snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec->line);
-		return -1;
-	}
-	uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
+	if (stream_index(e, stream, &s, 1) < 0)
+		goto nomem;
 	uint64_t begin = now > e->stream_free[s] ? now : e->stream_free[s];
 	uint64_t fin = begin + dur;
 	e->stream_free[s] = fin;
 	e->stream_inflight[s]++;
 	if (fin > e->gpu_end)
 		e->gpu_end = fin;
+	if (eq_push(&e->q, fin, EV_GPU_DONE, s, line) < 0)
+		goto nomem;
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, line);
+	return -1;
+}
+
+static int on_gpu_op(struct engine *e, const struct erec *rec, uint32_t stream,
+		     uint64_t corr, uint64_t now, char *err, size_t errlen)
+{
 	if (rec->end > e->trace_gpu_busy)
 		e->trace_gpu_busy = rec->end;
-	if (eq_push(&e->q, fin, EV_GPU_DONE, s, rec->line) < 0) {
-		snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec->line);
-		return -1;
+	if (e->ops && corr && e->launch.count) {
+		/* already queued by its launch call; the entry is done with */
+		uint64_t v;
+		if (u64map_get(&e->launch, corr, &v) && e->ops[v - 1].issued) {
+			u64map_del(&e->launch, corr, NULL);
+			return 0;
+		}
 	}
-	return 0;
+	uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
+	return gpu_issue(e, stream, now, dur, rec->line, err, errlen);
+}
+
+/* A kept (non-memory) API call in the timed model: the profiler's
+ * overhead comes off the host, and GPU work it launched is queued when the
+ * call returns. */
+static int on_api_timed(struct engine *e, const struct erec *rec, uint64_t now,
+			char *err, size_t errlen)
+{
+	uint64_t dur = host_ns(e, rec->end >= rec->start ? rec->end - rec->start : 0);
+	uint64_t oh = e->overhead < dur ? e->overhead : dur;
+	uint64_t v;
+	e->delay -= oh;
+	if (!rec->u.api.corr || !e->launch.count || !u64map_get(&e->launch, rec->u.api.corr, &v))
+		return 0;
+	struct gpu_op *op = &e->ops[v - 1];
+	if (op->issued)
+		return 0;
+	op->issued = 1;
+	return gpu_issue(e, op->stream, now + (dur - oh), op->dur, rec->line, err, errlen);
 }
 
 /* The host waits for the stream (or the whole device); a wait longer than
@@ -722,9 +787,10 @@ static void on_sync(struct engine *e, const struct erec *rec, uint64_t now)
 		 * part of it the recorded GPU work explains) by the simulated one */
 		uint64_t busy = e->trace_gpu_busy < rec->end ? e->trace_gpu_busy : rec->end;
 		uint64_t wait = busy > rec->start ? busy - rec->start : 0;
-		host = now + (dur - wait);
+		host = now + host_ns(e, dur - wait);
 		if (released > host)
 			host = released;
+		trace_release = now + host_ns(e, dur);
 		e->delay += host - trace_release; /* modular: may shorten */
 		if (host > e->floor)
 			e->floor = host;
@@ -798,6 +864,16 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 		e->have_t0 = 1;
 		e->t0 = rec->start;
 		e->host_end = e->gpu_end = e->trace_end = rec->start;
+		e->last_start = rec->start;
+	}
+	if (e->cost) {
+		/* a faster (or slower) host: every recorded interval shrinks
+		 * (grows) by the same factor */
+		if (e->scale != 1.0) {
+			uint64_t gap = rec->start - e->last_start;
+			e->delay -= gap - host_ns(e, gap);
+		}
+		e->last_start = rec->start;
 	}
 	/* modular: with a cost model the delay may be "negative" */
 	uint64_t now = rec->start + e->delay;
@@ -809,7 +885,9 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 		e->trace_end = rec->end;
 	if (rec->start > e->trace_end)
 		e->trace_end = rec->start;
-	if (now > e->host_end)
+	/* a timed replay issues GPU work at its launch: the GPU record's own
+	 * (recorded start) time is not a point the host reached */
+	if (now > e->host_end && !(e->cost && rec->type >= TREC_KERNEL && rec->type <= TREC_MEMSET))
 		e->host_end = now;
 	if (e->q.n && e->q.heap[0].t <= now)
 		drain_until(e, now);
@@ -819,10 +897,10 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 	case TREC_FREE:
 		return on_free(e, rec, now, err, errlen);
 	case TREC_KERNEL:
-		return on_gpu_op(e, rec, rec->u.kstream, now, err, errlen);
+		return on_gpu_op(e, rec, rec->u.kern.stream, rec->u.kern.corr, now, err, errlen);
 	case TREC_MEMCPY:
 	case TREC_MEMSET:
-		return on_gpu_op(e, rec, rec->u.copy.stream, now, err, errlen);
+		return on_gpu_op(e, rec, rec->u.copy.stream, rec->u.copy.corr, now, err, errlen);
 	case TREC_SYNC:
 		on_sync(e, rec, now);
 		return 0;
@@ -841,15 +919,15 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 		goto span;
 	case TREC_API:
 		if (e->cost) {
-			if (rec->u.apikind != COST_API_OTHER) {
-				/* the policy's costs replace this call: records inside
-				 * it are issued at its start, later ones move up */
-				uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
-				e->delay -= dur;
-				e->res->api_removed_ns += dur;
-				if (now > e->floor)
-					e->floor = now;
-			}
+			if (rec->u.api.kind == COST_API_OTHER)
+				return on_api_timed(e, rec, now, err, errlen);
+			/* the policy's costs replace this call: records inside
+			 * it are issued at its start, later ones move up */
+			uint64_t dur = rec->end >= rec->start ? rec->end - rec->start : 0;
+			e->delay -= host_ns(e, dur);
+			e->res->api_removed_ns += dur;
+			if (now > e->floor)
+				e->floor = now;
 			return 0;
 		}
 	span: {
@@ -993,6 +1071,59 @@ static int prepass(struct engine *e, char *err, size_t errlen)
 	return 0;
 }
 
+/* Timed replays only: which GPU work each API call launched (CUPTI's
+ * correlation id joins a 'p' launch to its 'k'/'c'/'m'). Kept for the
+ * whole trace: memory grows with the number of GPU records, which is fine
+ * for real captures (the timed model's purpose) and costs the untimed
+ * replay nothing. A correlation id seen twice keeps its first record; the
+ * others are issued at their own start. */
+static int launch_prepass(struct engine *e, char *err, size_t errlen)
+{
+	struct trace_rec rec;
+	size_t cap = 0;
+	int rc;
+	while ((rc = trace_reader_next(e->rd, &rec)) == TRACE_OK) {
+		uint64_t corr, v;
+		uint32_t stream;
+		if (rec.type == TREC_KERNEL) {
+			corr = rec.u.kernel.corr;
+			stream = rec.u.kernel.stream;
+		} else if (rec.type == TREC_MEMCPY || rec.type == TREC_MEMSET) {
+			corr = rec.u.copy.corr;
+			stream = rec.u.copy.stream;
+		} else {
+			continue;
+		}
+		if (!corr || corr == U64MAP_EMPTY || u64map_get(&e->launch, corr, &v))
+			continue;
+		if (e->nops == cap) {
+			size_t ncap = cap ? cap * 2 : 1024;
+			struct gpu_op *n = realloc(e->ops, ncap * sizeof *n);
+			if (!n)
+				goto nomem;
+			e->ops = n;
+			cap = ncap;
+		}
+		e->ops[e->nops].dur = rec.end >= rec.start ? rec.end - rec.start : 0;
+		e->ops[e->nops].stream = stream;
+		e->ops[e->nops].issued = 0;
+		if (u64map_put(&e->launch, corr, ++e->nops) < 0)
+			goto nomem;
+	}
+	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
+		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
+		return -1;
+	}
+	if (trace_reader_rewind(e->rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
+		return -1;
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec.line);
+	return -1;
+}
+
 /* ------------------------------------------------- reader thread */
 
 /* 4 x 2048 compact records: ~700 KiB in flight, a hand-off per 2048 records */
@@ -1028,7 +1159,8 @@ static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace
 		er->u.mem = rec->u.mem;
 		break;
 	case TREC_KERNEL:
-		er->u.kstream = rec->u.kernel.stream;
+		er->u.kern.stream = rec->u.kernel.stream;
+		er->u.kern.corr = rec->u.kernel.corr;
 		break;
 	case TREC_MEMCPY:
 	case TREC_MEMSET:
@@ -1047,7 +1179,8 @@ static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace
 		er->u.rname = trace_reader_string(rd, rec->u.range.name);
 		break;
 	case TREC_API:
-		er->u.apikind = cost_api_kind(trace_reader_string(rd, rec->u.api.name));
+		er->u.api.kind = cost_api_kind(trace_reader_string(rd, rec->u.api.name));
+		er->u.api.corr = rec->u.api.corr;
 		break;
 	default:
 		break;
@@ -1224,6 +1357,7 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	memset(res, 0, sizeof *res);
 	u64map_init(&e.skip);
 	u64map_init(&e.stream_idx);
+	u64map_init(&e.launch);
 	eq_init(&e.q);
 	e.o = o;
 	e.res = res;
@@ -1283,6 +1417,12 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 		device_set_cost(e.dev, e.cost);
 	if (e.pol->prepass && prepass(&e, err, errlen) < 0)
 		goto out;
+	if (e.cost) {
+		e.scale = e.cost->host_scale > 0 ? e.cost->host_scale : 1.0;
+		e.overhead = e.cost->api_overhead_ns > 0 ? (uint64_t)(e.cost->api_overhead_ns + 0.5) : 0;
+		if (launch_prepass(&e, err, errlen) < 0)
+			goto out;
+	}
 
 	if (replay_all(&e, err, errlen) < 0)
 		goto out;
@@ -1302,6 +1442,8 @@ out:
 	free(e.stream_inflight);
 	u64map_free(&e.skip);
 	u64map_free(&e.stream_idx);
+	u64map_free(&e.launch);
+	free(e.ops);
 	eq_free(&e.q);
 	if (ret < 0)
 		sim_result_free(res);

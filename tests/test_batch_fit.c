@@ -189,3 +189,77 @@ Test(batch_fit, refuses_bad_inputs)
 	unlink(p[0]);
 	unlink(p[1]);
 }
+
+/* A capture whose outer range ("step 0", depth 0) is written after a layer
+ * range (depth 2) with a clamped start, as the torch captures do; then
+ * "step 1" with one activation and a workspace. */
+static void write_late_range(const char *path, uint64_t batch)
+{
+	char err[256], bstr[32];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
+	struct trace_label labels[1] = {{"batch", bstr}};
+	struct trace_header h = {.version = 1, .producer = "test", .labels = labels, .nlabels = 1};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	uint32_t fc = trace_writer_intern(w, "fc.fwd"), s0 = trace_writer_intern(w, "step 0");
+	uint32_t s1 = trace_writer_intern(w, "step 1");
+	uint64_t t = 1000;
+	struct trace_rec r;
+#define RANGE(name_, depth_, len_) do { memset(&r, 0, sizeof r); r.type = TREC_RANGE; \
+	r.start = t += 10; r.end = r.start + (len_); r.u.range.name = (name_); r.u.range.depth = (depth_); \
+	cr_assert_eq(trace_writer_record(w, &r), 0); } while (0)
+	ALLOC(0x100000000, 4 * MiB);          /* weights, live across the steps */
+	RANGE(fc, 2, 1000);
+	RANGE(s0, 0, 2000);                   /* late, clamped: must not hide fc.fwd */
+	ALLOC(0x200000000, 64 * MiB);         /* search scratch in fc.fwd */
+	FREE(0x200000000, 64 * MiB);
+	t += 3000;
+	RANGE(s1, 0, 1000);
+	ALLOC(0x300000000, MiB * batch);
+	FREE(0x300000000, MiB * batch);
+	FREE(0x100000000, 4 * MiB);
+#undef RANGE
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+Test(batch_fit, late_outer_range_keeps_the_layer)
+{
+	char p[64];
+	tmp_path(p, sizeof p, "late");
+	write_late_range(p, 8);
+	struct bf_trace *t = load(p);
+	struct bf_live l;
+	/* at the peak the 64 MiB scratch is live, attributed to fc.fwd */
+	cr_assert_eq(bf_live_at(t, 0, &l), 0);
+	cr_assert_eq(l.total, 68 * MiB);
+	cr_assert_eq(l.workspace, 64 * MiB);
+	cr_assert_eq(l.nws, 1);
+	cr_assert_str_eq(l.ws[0].name, "fc.fwd");
+	bf_free(t);
+	unlink(p);
+}
+
+Test(batch_fit, steady_state_drops_the_first_step)
+{
+	char p[64], q[64], err[512];
+	tmp_path(p, sizeof p, "st_in");
+	tmp_path(q, sizeof q, "st_out");
+	write_late_range(p, 8);
+	struct bf_trace *t = load(p);
+	cr_assert_eq(bf_write_from_range(t, "step 1", q, err, sizeof err), 0, "%s", err);
+	/* no such range: an error naming the file, nothing written over Q */
+	cr_assert_eq(bf_write_from_range(t, "step 9", q, err, sizeof err), -1);
+	cr_assert(strstr(err, "step 9") && strstr(err, p), "%s", err);
+	bf_free(t);
+	struct bf_trace *s = load(q);
+	struct bf_live l;
+	cr_assert_eq(bf_live_at(s, 0, &l), 0);
+	/* weights (live across the cut) + the step-1 activation; no scratch */
+	cr_assert_eq(l.total, 4 * MiB + 8 * MiB);
+	cr_assert_eq(l.nlive, 2);
+	cr_assert_eq(bf_batch(s), 8);
+	bf_free(s);
+	unlink(p);
+	unlink(q);
+}

@@ -253,3 +253,61 @@ Test(cost, nvtx_steps_exclude_warmup)
 	sim_result_free(&r);
 	unlink(path);
 }
+
+/* GPU work is queued when its launch call returns (joined by correlation
+ * id), not at its recorded start: a cudaFree after the launch waits for
+ * the kernel even though the kernel's record comes later in the file. */
+Test(cost, kernels_issue_at_their_launch)
+{
+	char path[64], err[256];
+	write_trace(path, sizeof path,
+		    "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 cudaFree\nS 2 kern\n"
+		    "a 0 0x1000 4096 -\n"
+		    "p 10 110 0 5\n"
+		    "p 200 300 1 6\n"
+		    "f 201 0x1000 4096 - 3 0 6 -\n"
+		    "k 10000 10500 7 2 1,1,1 1,1,1 0 0 5\n"
+		    "end 5 0\n");
+	struct cost_model m;
+	cost_defaults(&m);
+	cr_assert_eq(cost_parse(&m, "malloc_us=0,free_us=0,hit_us=0", err, sizeof err), 0, "%s", err);
+	struct sim_result r;
+	run_timed(path, &m, &r);
+	/* launched at 110, done at 610; the free starts at 200 */
+	cr_assert_eq(r.mem_wait_ns, 410, "wait %lu", (unsigned long)r.mem_wait_ns);
+	cr_assert_eq(r.sim_duration_ns, 610, "sim %lu", (unsigned long)r.sim_duration_ns);
+	cr_assert_eq(r.api_removed_ns, 100);
+	sim_result_free(&r);
+	unlink(path);
+}
+
+/* host_scale shrinks every recorded host interval, api_overhead_us comes
+ * off every kept API call; GPU durations stay as recorded. */
+Test(cost, host_scale_and_api_overhead)
+{
+	char path[64], err[256];
+	write_trace(path, sizeof path,
+		    "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 kern\n"
+		    "p 0 1000 0 1\n"
+		    "k 1000 1100 7 1 1,1,1 1,1,1 0 0 1\n"
+		    "p 5000 6000 0 2\n"
+		    "k 6000 6100 7 1 1,1,1 1,1,1 0 0 2\n"
+		    "end 4 0\n");
+	struct cost_model m;
+	struct sim_result r;
+	cost_defaults(&m);
+	run_timed(path, &m, &r);
+	cr_assert_eq(r.sim_duration_ns, 6100, "sim %lu", (unsigned long)r.sim_duration_ns);
+	sim_result_free(&r);
+	cr_assert_eq(cost_parse(&m, "host_scale=0.5,api_overhead_us=0.2", err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.host_scale, 0.5, 1e-12);
+	cr_assert_float_eq(m.api_overhead_ns, 200, 1e-9);
+	run_timed(path, &m, &r);
+	/* second launch: 2500 scaled, minus two overheads, returns at 2600 */
+	cr_assert_eq(r.sim_duration_ns, 2700, "sim %lu", (unsigned long)r.sim_duration_ns);
+	sim_result_free(&r);
+	/* a factor of 0 would make the host infinitely fast: refused by name */
+	cr_assert_lt(cost_parse(&m, "host_scale=0", err, sizeof err), 0);
+	cr_assert(strstr(err, "host_scale") != NULL, "%s", err);
+	unlink(path);
+}

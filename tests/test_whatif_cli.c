@@ -160,3 +160,50 @@ Test(whatif_cli, explain_flags_fall)
 	for (int i = 0; i < 3; i++)
 		unlink(p[i]);
 }
+
+/* The seed's pattern under a growing total: the workspace live at the peak
+ * falls (40 -> 30 MiB) while activations push reserved up: WS-FALLS. */
+Test(whatif_cli, explain_flags_workspace_fall)
+{
+	const char *b = bin();
+	char p[3][128], cmd[2048], out[16384];
+	uint64_t batch[3] = {8, 16, 32}, ws[3] = {8 * MiB, 40 * MiB, 30 * MiB};
+	for (int i = 0; i < 3; i++) {
+		tmp_path(p[i], sizeof p[i], "wf");
+		write_capture(p[i], batch[i], ws[i], 0);
+	}
+	snprintf(cmd, sizeof cmd, "%s explain batch %s %s %s --policy cuda_malloc --json", b, p[0], p[1], p[2]);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"from\":16,\"to\":32,\"d_reserved\":6291456,\"d_workspace\":-10485760") != NULL,
+		  "%s", out);
+	cr_assert(strstr(out, "\"flag\":\"WS-FALLS\",\"cause\":\"activations\"") != NULL, "%s", out);
+	/* no "step 1" range in these captures: --steady fails naming it */
+	snprintf(cmd, sizeof cmd, "%s explain batch %s %s --policy cuda_malloc --steady", b, p[0], p[1]);
+	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, "step 1") != NULL && strstr(out, p[0]) != NULL, "%s", out);
+	for (int i = 0; i < 3; i++)
+		unlink(p[i]);
+}
+
+/* whatif steady keeps what is live across the cut and drops the rest. */
+Test(whatif_cli, whatif_steady)
+{
+	const char *b = bin();
+	char p[128], q[128], cmd[2048], out[16384];
+	tmp_path(p, sizeof p, "st");
+	tmp_path(q, sizeof q, "sto");
+	write_capture(p, 8, 16 * MiB, 0);
+	snprintf(cmd, sizeof cmd, "%s whatif steady %s -o %s --from-range conv1.fwd", b, p, q);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s run %s --policy cuda_malloc --no-db --json --quiet", b, q);
+	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	/* the workspace (16 MiB) is inside the range, so it stays: 4 + 8 + 16 */
+	cr_assert(strstr(out, "\"peak_allocated\":29360128") != NULL, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s whatif steady %s -o %s", b, p, q);
+	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, "no NVTX range 'step 1'") != NULL, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s whatif steady %s", b, p);
+	cr_assert_eq(run(cmd, out, sizeof out), 2, "%s", out);
+	unlink(p);
+	unlink(q);
+}

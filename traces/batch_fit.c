@@ -229,10 +229,24 @@ static int derive(struct bf_trace *t)
 	for (size_t i = 0; i < t->nrec; i++) {
 		const struct bf_rec *r = &t->rec[i];
 		t->free_site[i] = NO_IDX;
-		while (nstack && t->rec[stack[nstack - 1]].end < r->start)
-			nstack--;
+		/* drop every range that has ended (not only the top: a range
+		 * written late can sit above one that is still open) */
+		size_t keep = 0;
+		for (size_t s = 0; s < nstack; s++)
+			if (t->rec[stack[s]].end >= r->start)
+				stack[keep++] = stack[s];
+		nstack = keep;
 		if (r->type == TREC_RANGE) {
-			stack[nstack++] = i;
+			/* innermost = deepest: a capture may write an outer range
+			 * (e.g. "step 0") after the layer ranges inside it with a
+			 * clamped start, so order by depth, not by arrival */
+			size_t at = nstack;
+			while (at > 0 && t->rec[stack[at - 1]].u.range.depth > r->u.range.depth) {
+				stack[at] = stack[at - 1];
+				at--;
+			}
+			stack[at] = i;
+			nstack++;
 		} else if (r->type == TREC_KERNEL) {
 			t->kern[nk++] = i;
 		} else if (r->type == TREC_ALLOC) {
@@ -565,6 +579,11 @@ static int size_compat(const struct bf_trace *A, size_t ea, const struct bf_trac
 	return shi >= slo && (double)shi <= (double)slo * r * 1.05 + 65536;
 }
 
+static int is_static_kind(uint32_t kind)
+{
+	return kind == TMEM_DEVICE_STATIC || kind == TMEM_MANAGED_STATIC;
+}
+
 static int ev_compat(const struct bf_trace *A, size_t ea, const struct bf_trace *B, size_t eb)
 {
 	const struct bf_event *x = &A->ev[ea], *y = &B->ev[eb];
@@ -575,16 +594,24 @@ static int ev_compat(const struct bf_trace *A, size_t ea, const struct bf_trace 
 	if ((x->site == NO_IDX) != (y->site == NO_IDX))
 		return 0;
 	if (x->site != NO_IDX) {
-		if (!streq_null(tstr(A, A->rec[A->alloc_rec[x->site]].u.mem.source),
-				tstr(B, B->rec[B->alloc_rec[y->site]].u.mem.source)))
+		const struct trace_mem *ma = &A->rec[A->alloc_rec[x->site]].u.mem;
+		const struct trace_mem *mb = &B->rec[B->alloc_rec[y->site]].u.mem;
+		if (ma->kind != mb->kind)
 			return 0;
-		if (!streq_null(tstr(A, A->alloc_range[x->site]), tstr(B, B->alloc_range[y->site])))
+		if (!streq_null(tstr(A, ma->source), tstr(B, mb->source)))
+			return 0;
+		/* module globals (device static) are made when a module is
+		 * loaded lazily, at the first launch of one of its kernels:
+		 * which NVTX range that falls in depends on the algorithms the
+		 * batch size chose, so their range says nothing */
+		if (!is_static_kind(ma->kind) &&
+		    !streq_null(tstr(A, A->alloc_range[x->site]), tstr(B, B->alloc_range[y->site])))
 			return 0;
 	}
 	return size_compat(A, ea, B, eb);
 }
 
-#define DP_MAX_CELLS (64u * 1024 * 1024)
+#define DP_MAX_CELLS (512ull * 1024 * 1024) /* 2 bits each: 128 MiB */
 
 /* Map A's events to B's: identity when they match position by position,
  * else a longest common subsequence of compatible events (when small
@@ -614,7 +641,7 @@ static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t
 			map[e] = e;
 		return 0;
 	}
-	uint8_t *dir = malloc(n * mm);
+	uint8_t *dir = calloc((n * mm + 3) / 4, 1);
 	uint32_t *prev = calloc(mm + 1, sizeof *prev), *cur = calloc(mm + 1, sizeof *cur);
 	if (!dir || !prev || !cur) {
 		free(dir);
@@ -638,14 +665,16 @@ static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t
 				d = 2;
 			}
 			cur[j] = v;
-			dir[(i - 1) * mm + (j - 1)] = d;
+			size_t at = (i - 1) * mm + (j - 1);
+			dir[at / 4] |= (uint8_t)(d << (2 * (at % 4)));
 		}
 		uint32_t *t = prev;
 		prev = cur;
 		cur = t;
 	}
 	for (size_t i = n, j = mm; i > 0 && j > 0;) {
-		uint8_t d = dir[(i - 1) * mm + (j - 1)];
+		size_t at = (i - 1) * mm + (j - 1);
+		uint8_t d = (dir[at / 4] >> (2 * (at % 4))) & 3;
 		if (d == 0) {
 			map[i - 1] = j - 1;
 			i--;
@@ -1160,6 +1189,62 @@ static int synth_times(const struct bf_model *m, const struct bf_trace *T, uint6
 	return 0;
 }
 
+/* Convert record R of T for writer W (strings re-interned through SID);
+ * times and bytes as captured. Returns 1 for records that are not carried
+ * over: 'g' segment records and OOM markers belong to the captured run. */
+static int rec_out(struct trace_writer *w, const struct bf_trace *T, uint32_t *sid,
+		   const struct bf_rec *r, struct trace_rec *o)
+{
+#define SID(x) ((x) == TRACE_NO_STRING || (x) >= T->nstr ? TRACE_NO_STRING : \
+	(sid[(x)] != TRACE_NO_STRING ? sid[(x)] : (sid[(x)] = trace_writer_intern(w, T->str[(x)]))))
+	memset(o, 0, sizeof *o);
+	o->type = r->type;
+	o->line = r->line;
+	o->start = r->start;
+	o->end = r->end;
+	switch (r->type) {
+	case TREC_SEGMENT:
+		return 1;
+	case TREC_CONTROL:
+		if (r->u.control.kind == TCTL_OOM)
+			return 1;
+		o->u.control = r->u.control;
+		break;
+	case TREC_ALLOC:
+	case TREC_FREE:
+		o->u.mem = r->u.mem;
+		o->u.mem.source = SID(r->u.mem.source);
+		break;
+	case TREC_KERNEL: {
+		struct trace_kernel *k = &o->u.kernel;
+		k->stream = r->u.k.stream;
+		k->name = SID(r->u.k.name);
+		memcpy(k->grid, r->u.k.grid, sizeof k->grid);
+		memcpy(k->block, r->u.k.block, sizeof k->block);
+		k->regs = r->u.k.regs;
+		k->smem = r->u.k.smem;
+		k->corr = r->u.k.corr;
+		k->nlinks = r->u.k.nlinks;
+		memcpy(k->links, T->links + r->u.k.link_off, r->u.k.nlinks * sizeof *k->links);
+		break;
+	}
+	case TREC_MEMCPY:
+	case TREC_MEMSET: o->u.copy = r->u.copy; break;
+	case TREC_SYNC: o->u.sync = r->u.sync; break;
+	case TREC_RANGE:
+		o->u.range = r->u.range;
+		o->u.range.name = SID(r->u.range.name);
+		break;
+	case TREC_API:
+		o->u.api = r->u.api;
+		o->u.api.name = SID(r->u.api.name);
+		break;
+	default: return 1;
+	}
+#undef SID
+	return 0;
+}
+
 /* Write the trace at BATCH; see batch_fit.h. */
 int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *err, size_t errlen)
 {
@@ -1232,67 +1317,23 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 	uint64_t t0 = T->nrec ? T->rec[0].start : 0;
 	uint64_t nwritten = 0;
 	size_t site = 0;
-#define SID(x) ((x) == TRACE_NO_STRING || (x) >= T->nstr ? TRACE_NO_STRING : \
-	(sid[(x)] != TRACE_NO_STRING ? sid[(x)] : (sid[(x)] = trace_writer_intern(w, T->str[(x)]))))
 	for (size_t i = 0; i < T->nrec; i++) {
 		const struct bf_rec *r = &T->rec[i];
 		struct trace_rec o;
-		memset(&o, 0, sizeof o);
-		o.type = r->type;
-		o.line = r->line;
+		if (rec_out(w, T, sid, r, &o))
+			continue; /* 'g' and OOM records: the capture's, not this batch's */
 		o.start = t0 + (uint64_t)llround(pred[i]);
-		uint64_t dur = r->end - r->start;
-		o.end = o.start + dur;
-		switch (r->type) {
-		case TREC_SEGMENT:
-			continue; /* the real allocator's decisions at another batch size */
-		case TREC_CONTROL:
-			if (r->u.control.kind == TCTL_OOM)
-				continue; /* an OOM of the capture, not of this batch */
-			o.u.control = r->u.control;
-			break;
-		case TREC_ALLOC: {
-			o.u.mem = r->u.mem;
+		o.end = o.start + (r->end - r->start);
+		if (r->type == TREC_ALLOC) {
 			size_t c = canon_site(m, T, site);
 			o.u.mem.bytes = c == NO_IDX ? r->u.mem.bytes : predict_canon(m, c, batch);
 			site_bytes[site] = o.u.mem.bytes;
-			o.u.mem.source = SID(r->u.mem.source);
 			site++;
-			break;
-		}
-		case TREC_FREE:
-			o.u.mem = r->u.mem;
+		} else if (r->type == TREC_FREE) {
 			if (r->u.mem.bytes && T->free_site[i] != NO_IDX)
 				o.u.mem.bytes = site_bytes[T->free_site[i]];
-			o.u.mem.source = SID(r->u.mem.source);
-			break;
-		case TREC_KERNEL: {
-			struct trace_kernel *k = &o.u.kernel;
-			k->stream = r->u.k.stream;
-			k->name = SID(r->u.k.name);
-			memcpy(k->grid, r->u.k.grid, sizeof k->grid);
-			memcpy(k->block, r->u.k.block, sizeof k->block);
-			k->regs = r->u.k.regs;
-			k->smem = r->u.k.smem;
-			k->corr = r->u.k.corr;
-			k->nlinks = r->u.k.nlinks;
-			memcpy(k->links, T->links + r->u.k.link_off, r->u.k.nlinks * sizeof *k->links);
-			if (m->rep.kernels_aligned)
-				o.end = o.start + (uint64_t)llround(kdur[i]);
-			break;
-		}
-		case TREC_MEMCPY:
-		case TREC_MEMSET: o.u.copy = r->u.copy; break;
-		case TREC_SYNC: o.u.sync = r->u.sync; break;
-		case TREC_RANGE:
-			o.u.range = r->u.range;
-			o.u.range.name = SID(r->u.range.name);
-			break;
-		case TREC_API:
-			o.u.api = r->u.api;
-			o.u.api.name = SID(r->u.api.name);
-			break;
-		default: continue;
+		} else if (r->type == TREC_KERNEL && m->rep.kernels_aligned) {
+			o.end = o.start + (uint64_t)llround(kdur[i]);
 		}
 		if (trace_writer_record(w, &o) < 0) {
 			snprintf(err, errlen, "%s: writing record %" PRIu64 " failed (from %s:%" PRIu64 ")",
@@ -1301,7 +1342,6 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 		}
 		nwritten++;
 	}
-#undef SID
 	if (trace_writer_close(w, 1, 0, err, errlen) < 0) {
 		w = NULL;
 		goto out;
@@ -1414,4 +1454,78 @@ int bf_live_at(const struct bf_trace *t, uint64_t line, struct bf_live *out)
 	qsort(out->libs, out->nlibs, sizeof *out->libs, cmp_group);
 	free(live);
 	return 0;
+}
+
+/* ------------------------------------------------------- steady state */
+
+/* Write T from the first NVTX range named RANGE on; see batch_fit.h. */
+int bf_write_from_range(const struct bf_trace *t, const char *range, const char *path,
+			char *err, size_t errlen)
+{
+	struct trace_writer *w = NULL;
+	uint32_t *sid = NULL;
+	uint8_t *drop = NULL;
+	uint64_t cut = 0;
+	int found = 0, ret = -1;
+
+	for (size_t i = 0; i < t->nrec && !found; i++)
+		if (t->rec[i].type == TREC_RANGE && streq_null(tstr(t, t->rec[i].u.range.name), range)) {
+			cut = t->rec[i].start;
+			found = 1;
+		}
+	if (!found) {
+		snprintf(err, errlen, "%s: no NVTX range '%s' (the steady state starts there)", t->path,
+			 range);
+		return -1;
+	}
+	sid = malloc((t->nstr ? t->nstr : 1) * sizeof *sid);
+	drop = calloc(t->nrec ? t->nrec : 1, 1);
+	if (!sid || !drop) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	for (uint32_t i = 0; i < t->nstr; i++)
+		sid[i] = TRACE_NO_STRING;
+	/* what was allocated and freed before the cut never meets the steady
+	 * state: drop both records; what is live across the cut (weights,
+	 * optimizer state) stays, allocated where it was */
+	for (size_t s = 0; s < t->nalloc; s++) {
+		size_t fr = t->alloc_free_rec[s];
+		if (fr != NO_IDX && t->rec[fr].start < cut) {
+			drop[t->alloc_rec[s]] = 1;
+			drop[fr] = 1;
+		}
+	}
+	for (size_t i = 0; i < t->nrec; i++)
+		if (t->rec[i].type == TREC_FREE && t->free_site[i] == NO_IDX && t->rec[i].start < cut)
+			drop[i] = 1;
+	w = trace_writer_open(path, TRACE_W_ATOMIC, err, errlen);
+	if (!w)
+		goto out;
+	if (trace_writer_header(w, &t->hdr) < 0) {
+		snprintf(err, errlen, "%s: writing the header failed", path);
+		goto out;
+	}
+	for (size_t i = 0; i < t->nrec; i++) {
+		struct trace_rec o;
+		if (drop[i] || rec_out(w, t, sid, &t->rec[i], &o))
+			continue;
+		if (trace_writer_record(w, &o) < 0) {
+			snprintf(err, errlen, "%s: writing failed (from %s:%" PRIu64 ")", path, t->path,
+				 t->rec[i].line);
+			goto out;
+		}
+	}
+	if (trace_writer_close(w, 1, 0, err, errlen) < 0) {
+		w = NULL;
+		goto out;
+	}
+	w = NULL;
+	ret = 0;
+out:
+	if (w)
+		trace_writer_abort(w);
+	free(sid);
+	free(drop);
+	return ret;
 }

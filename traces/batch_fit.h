@@ -70,6 +70,14 @@ char bf_site_kind(const struct bf_model *m, size_t site);
 int bf_synth(const struct bf_model *m, uint64_t batch, const char *path,
 	     char *err, size_t errlen);
 
+/* Write T to PATH (atomically) without what happened before the first NVTX
+ * range named RANGE (e.g. "step 1"): allocations freed before that range
+ * starts are dropped with their frees; what is live across it is kept. The
+ * steady state of a training run, without the first step's autotuning.
+ * Returns 0, or -1 with ERR (e.g. no such range). */
+int bf_write_from_range(const struct bf_trace *t, const char *range, const char *path,
+			char *err, size_t errlen);
+
 /* ------------------------------------------------------ live-set tracker */
 
 #define BF_MAX_GROUPS 8
