@@ -28,6 +28,11 @@
  *
  * Times reported in results (timeline, events, first OOM) are simulated
  * nanoseconds since the first record's start.
+ *
+ * With a cost model (--timing, docs/timing.md) a pre-pass joins GPU
+ * records to their launch API records by correlation id, so GPU work is
+ * queued when its launch returns on the simulated host rather than at its
+ * recorded start; none of that runs, or costs anything, without one.
  */
 #include "engine.h"
 
