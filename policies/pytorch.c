@@ -70,7 +70,9 @@ struct pt_block {
 	uint64_t size;
 	uint32_t stream, prio;        /* prio: treap heap priority */
 	struct pt_block *l, *r, *up;  /* treap links (up: parent) */
-	struct pt_tree *set;          /* the treap holding it, or NULL */
+	struct pt_sidx *sx;           /* free-block index holding it, or NULL */
+	struct pt_tree *set;          /* the unmapped treap holding it, or NULL */
+	uint32_t cls;                 /* its size class while in sx */
 	uint64_t requested;
 	uint64_t gc_base;             /* pool's search count when put back */
 	uint8_t small;                /* which pool */
@@ -88,17 +90,40 @@ struct pt_eseg {
 	struct pt_eseg *next_seg;
 };
 
-/* Set orders: free blocks by (stream, size, addr); unmapped by (stream, addr). */
-enum pt_order { PT_BY_SIZE = 0, PT_BY_ADDR };
-
+/* Unmapped blocks, by (stream, addr). */
 struct pt_tree {
 	struct pt_block *root;
-	enum pt_order order;
 	size_t n;
 };
 
+/*
+ * Size classes of the free-block index: exact 512 B steps below 2 MiB
+ * (every small-pool block, and all sizes are multiples of 512 B), then
+ * PT_SUB steps per power of two. The class is monotonic in the size, so
+ * classes in order, each a treap by (size, addr), list a stream's blocks
+ * in (size, addr) order.
+ */
+#define PT_LIN_LOG 12                 /* classes 0..4095: size >> 9 */
+#define PT_SUB_LOG 6
+#define PT_SUB (1u << PT_SUB_LOG)
+#define PT_NCLS ((1u << PT_LIN_LOG) + (64u - 9u - PT_LIN_LOG) * PT_SUB)
+#define PT_NWORDS ((PT_NCLS + 63) / 64)
+#define PT_NSUMM ((PT_NWORDS + 63) / 64)
+
+/* One stream's free blocks of one pool. Invariant: bit c of bits is set
+ * iff root[c] != NULL, bit w of summ iff bits[w] != 0. */
+struct pt_sidx {
+	uint32_t stream;
+	uint64_t summ[PT_NSUMM];
+	uint64_t bits[PT_NWORDS];
+	struct pt_block *root[PT_NCLS];
+};
+
 struct pt_pool {
-	struct pt_tree blocks;
+	struct pt_sidx **sx;          /* per-stream indexes, by stream id */
+	size_t nsx, capsx;
+	struct pt_sidx *last;         /* the one used last (lookup cache) */
+	size_t nfree;                 /* free mapped blocks in all of sx */
 	struct pt_tree unmapped;
 	uint64_t search_count;        /* get_free_blocks_call_count */
 	int small;
@@ -202,7 +227,9 @@ static void block_delete(struct pytorch_state *s, struct pt_block *b)
  * heap keeps the larger prio on top; ties in key cannot happen (addresses
  * are unique inside a pool). Not the index-based ordset.h the block
  * policies share: blocks here are pointers into slabs, referenced as
- * pointers throughout.
+ * pointers throughout. The same code serves the unmapped sets (ordered by
+ * (stream, addr): SIZED 0) and the size classes of the free-block index
+ * (one stream each, ordered by (size, addr): SIZED 1).
  */
 
 /*
@@ -220,7 +247,7 @@ static inline int key_lt(uint32_t as, uint64_t az, uint64_t aa,
 }
 
 /* Lift X above its parent, keeping the in-order sequence. */
-static void rotate_up(struct pt_tree *tr, struct pt_block *x)
+static void rotate_up(struct pt_block **root, struct pt_block *x)
 {
 	struct pt_block *p = x->up, *g = p->up, *c;
 	if (p->l == x) {
@@ -237,34 +264,102 @@ static void rotate_up(struct pt_tree *tr, struct pt_block *x)
 	p->up = x;
 	x->up = g;
 	if (!g)
-		tr->root = x;
+		*root = x;
 	else if (g->l == p)
 		g->l = x;
 	else
 		g->r = x;
 }
 
-static void tree_insert(struct pt_tree *tr, struct pt_block *b)
+static inline void tr_insert(struct pt_block **root, struct pt_block *b, int sized)
 {
-	struct pt_block *cur = tr->root, *par = NULL;
+	struct pt_block *cur = *root, *par = NULL;
 	int left = 0;
 	while (cur) {
 		par = cur;
 		left = key_lt(b->stream, b->size, b->addr, cur->stream, cur->size, cur->addr,
-			      tr->order == PT_BY_SIZE);
+			      sized);
 		cur = left ? cur->l : cur->r;
 	}
 	b->l = b->r = NULL;
 	b->up = par;
-	b->set = tr;
 	if (!par)
-		tr->root = b;
+		*root = b;
 	else if (left)
 		par->l = b;
 	else
 		par->r = b;
 	while (b->up && b->up->prio < b->prio)
-		rotate_up(tr, b);
+		rotate_up(root, b);
+}
+
+static inline void tr_unlink(struct pt_block **root, struct pt_block *b)
+{
+	while (b->l && b->r)
+		rotate_up(root, b->l->prio > b->r->prio ? b->l : b->r);
+	struct pt_block *c = b->l ? b->l : b->r, *p = b->up;
+	if (c)
+		c->up = p;
+	if (!p)
+		*root = c;
+	else if (p->l == b)
+		p->l = c;
+	else
+		p->r = c;
+	b->l = b->r = b->up = NULL;
+}
+
+/* The first block >= key (stream, size, addr) in the treap at T, or NULL. */
+static inline struct pt_block *tr_lower_bound(struct pt_block *t, uint32_t stream,
+					      uint64_t size, uint64_t addr, int sized)
+{
+	struct pt_block *best = NULL;
+	while (t) {
+		int lt = key_lt(t->stream, t->size, t->addr, stream, size, addr, sized);
+		best = lt ? best : t;
+		t = lt ? t->r : t->l;
+	}
+	return best;
+}
+
+static inline struct pt_block *tr_first(struct pt_block *t)
+{
+	while (t && t->l)
+		t = t->l;
+	return t;
+}
+
+static inline struct pt_block *tr_last(struct pt_block *t)
+{
+	while (t && t->r)
+		t = t->r;
+	return t;
+}
+
+/* The block after B (which is in a treap) in its treap's order. */
+static struct pt_block *tr_next(const struct pt_block *b)
+{
+	if (b->r)
+		return tr_first(b->r);
+	while (b->up && b->up->r == b)
+		b = b->up;
+	return b->up;
+}
+
+/* The block before B in its treap's order. */
+static struct pt_block *tr_prev(const struct pt_block *b)
+{
+	if (b->l)
+		return tr_last(b->l);
+	while (b->up && b->up->l == b)
+		b = b->up;
+	return b->up;
+}
+
+static void tree_insert(struct pt_tree *tr, struct pt_block *b)
+{
+	tr_insert(&tr->root, b, 0);
+	b->set = tr;
 	tr->n++;
 }
 
@@ -273,81 +368,177 @@ static int tree_remove(struct pt_tree *tr, struct pt_block *b)
 {
 	if (b->set != tr)
 		return 0;
-	while (b->l && b->r)
-		rotate_up(tr, b->l->prio > b->r->prio ? b->l : b->r);
-	struct pt_block *c = b->l ? b->l : b->r, *p = b->up;
-	if (c)
-		c->up = p;
-	if (!p)
-		tr->root = c;
-	else if (p->l == b)
-		p->l = c;
-	else
-		p->r = c;
-	b->l = b->r = b->up = NULL;
+	tr_unlink(&tr->root, b);
 	b->set = NULL;
 	tr->n--;
 	return 1;
 }
 
-/* With WANT_LT 0: the first block >= key (stream, size, addr); with 1: the
- * last block < key. NULL when there is none. */
-static struct pt_block *tree_search(const struct pt_tree *tr, uint32_t stream, uint64_t size,
-				    uint64_t addr, int want_lt)
+/* --------------------------------------------- the free-block index */
+
+/*
+ * A pool's free mapped blocks, keyed (stream, size, addr) like PyTorch's
+ * BlockPool set, but split by stream and then by size class, with a
+ * two-level bitmap of the non-empty classes (as in TLSF, Masmano et al.
+ * 2004). Best fit is then a look at the request's own class and a few word
+ * scans for the next non-empty one, instead of a descent through every
+ * free block of the pool; each class treap usually holds a block or two.
+ */
+
+static inline uint32_t pt_class(uint64_t size)
 {
-	struct pt_block *t = tr->root, *best = NULL;
-	int sized = tr->order == PT_BY_SIZE;
-	while (t) {
-		int lt = key_lt(t->stream, t->size, t->addr, stream, size, addr, sized);
-		best = lt == want_lt ? t : best;
-		t = lt ? t->r : t->l;
+	uint64_t u = size >> 9;
+	if (u < (1u << PT_LIN_LOG))
+		return (uint32_t)u;
+	int e = 63 - __builtin_clzll(u);
+	return (1u << PT_LIN_LOG) + (uint32_t)(e - PT_LIN_LOG) * PT_SUB +
+	       (uint32_t)((u >> (e - PT_SUB_LOG)) - PT_SUB);
+}
+
+/* The smallest non-empty class >= C in X, or PT_NCLS. */
+static inline uint32_t sidx_class_from(const struct pt_sidx *x, uint32_t c)
+{
+	if (c >= PT_NCLS)
+		return PT_NCLS;
+	uint32_t w = c >> 6;
+	uint64_t m = x->bits[w] & (~0ull << (c & 63));
+	if (m)
+		return w << 6 | (uint32_t)__builtin_ctzll(m);
+	uint32_t sw = w >> 6;
+	uint64_t sm = x->summ[sw] & ((~0ull << (w & 63)) << 1);
+	while (!sm) {
+		if (++sw == PT_NSUMM)
+			return PT_NCLS;
+		sm = x->summ[sw];
 	}
-	return best;
+	w = sw << 6 | (uint32_t)__builtin_ctzll(sm);
+	return w << 6 | (uint32_t)__builtin_ctzll(x->bits[w]);
 }
 
-static struct pt_block *tree_lower_bound(const struct pt_tree *tr, uint32_t stream,
-					 uint64_t size, uint64_t addr)
+/* The largest non-empty class < C in X (C <= PT_NCLS), or PT_NCLS. */
+static uint32_t sidx_class_before(const struct pt_sidx *x, uint32_t c)
 {
-	return tree_search(tr, stream, size, addr, 0);
-}
-
-static struct pt_block *tree_before(const struct pt_tree *tr, uint32_t stream,
-				    uint64_t size, uint64_t addr)
-{
-	return tree_search(tr, stream, size, addr, 1);
-}
-
-/* The block after B (which is in the set) in the set's order. */
-static struct pt_block *tree_next(const struct pt_block *b)
-{
-	if (b->r) {
-		b = b->r;
-		while (b->l)
-			b = b->l;
-		return (struct pt_block *)b;
+	if (c == 0)
+		return PT_NCLS;
+	c--;
+	uint32_t w = c >> 6;
+	uint64_t m = x->bits[w] & (~0ull >> (63 - (c & 63)));
+	if (m)
+		return w << 6 | (uint32_t)(63 - __builtin_clzll(m));
+	uint32_t sw = w >> 6;
+	uint64_t sm = (w & 63) ? x->summ[sw] & (~0ull >> (64 - (w & 63))) : 0;
+	while (!sm) {
+		if (sw-- == 0)
+			return PT_NCLS;
+		sm = x->summ[sw];
 	}
-	while (b->up && b->up->r == b)
-		b = b->up;
-	return b->up;
+	w = sw << 6 | (uint32_t)(63 - __builtin_clzll(sm));
+	return w << 6 | (uint32_t)(63 - __builtin_clzll(x->bits[w]));
 }
 
-/* The set's blocks in order, into a malloc'd array (for walks that free). */
-static void collect(struct pt_block *t, struct pt_block **out, size_t *n)
+/* The index of STREAM in pool P, or NULL; with CREATE, a new empty one
+ * (NULL only when out of memory). */
+static struct pt_sidx *sidx_get(struct pt_pool *p, uint32_t stream, int create)
 {
-	while (t) {
-		collect(t->l, out, n);
-		out[(*n)++] = t;
-		t = t->r;
+	if (p->last && p->last->stream == stream)
+		return p->last;
+	size_t lo = 0, hi = p->nsx;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->sx[mid]->stream < stream)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	if (lo < p->nsx && p->sx[lo]->stream == stream)
+		return p->last = p->sx[lo];
+	if (!create)
+		return NULL;
+	if (p->nsx == p->capsx) {
+		size_t nc = p->capsx ? p->capsx * 2 : 4;
+		struct pt_sidx **na = realloc(p->sx, nc * sizeof *na);
+		if (!na)
+			return NULL;
+		p->sx = na;
+		p->capsx = nc;
+	}
+	struct pt_sidx *x = calloc(1, sizeof *x);
+	if (!x)
+		return NULL;
+	x->stream = stream;
+	memmove(p->sx + lo + 1, p->sx + lo, (p->nsx - lo) * sizeof *p->sx);
+	p->sx[lo] = x;
+	p->nsx++;
+	return p->last = x;
 }
 
-static struct pt_block **tree_snapshot(const struct pt_tree *tr, size_t *n)
+/* The first block of X's stream with (size, addr) >= (SIZE, 0), or NULL. */
+static inline struct pt_block *sidx_lower_bound(const struct pt_sidx *x, uint64_t size)
+{
+	uint32_t c = pt_class(size);
+	if (c >= PT_NCLS)
+		return NULL;
+	if (x->root[c]) {
+		struct pt_block *t = tr_lower_bound(x->root[c], x->stream, size, 0, 1);
+		if (t)
+			return t;
+	}
+	c = sidx_class_from(x, c + 1);
+	return c < PT_NCLS ? tr_first(x->root[c]) : NULL;
+}
+
+/* The block after B (in an index) within its stream, or NULL. */
+static struct pt_block *sidx_next(const struct pt_block *b)
+{
+	struct pt_block *t = tr_next(b);
+	if (t)
+		return t;
+	uint32_t c = sidx_class_from(b->sx, b->cls + 1);
+	return c < PT_NCLS ? tr_first(b->sx->root[c]) : NULL;
+}
+
+/* The block before B (in an index) within its stream, or NULL. */
+static struct pt_block *sidx_prev(const struct pt_block *b)
+{
+	struct pt_block *t = tr_prev(b);
+	if (t)
+		return t;
+	uint32_t c = sidx_class_before(b->sx, b->cls);
+	return c < PT_NCLS ? tr_last(b->sx->root[c]) : NULL;
+}
+
+/* The last block of X's stream, or NULL. */
+static struct pt_block *sidx_last(const struct pt_sidx *x)
+{
+	uint32_t c = sidx_class_before(x, PT_NCLS);
+	return c < PT_NCLS ? tr_last(x->root[c]) : NULL;
+}
+
+/* The pool's free blocks in (stream, size, addr) order, into a malloc'd
+ * array (for walks that free); NULL when out of memory. */
+static struct pt_block **pool_snapshot(const struct pt_pool *p, size_t *n)
 {
 	*n = 0;
-	struct pt_block **a = malloc((tr->n ? tr->n : 1) * sizeof *a);
-	if (a)
-		collect(tr->root, a, n);
+	struct pt_block **a = malloc((p->nfree ? p->nfree : 1) * sizeof *a);
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < p->nsx; i++) {
+		const struct pt_sidx *x = p->sx[i];
+		for (uint32_t c = sidx_class_from(x, 0); c < PT_NCLS; c = sidx_class_from(x, c + 1))
+			for (struct pt_block *b = tr_first(x->root[c]); b; b = tr_next(b))
+				a[(*n)++] = b;
+	}
 	return a;
+}
+
+static void pool_free_index(struct pt_pool *p)
+{
+	for (size_t i = 0; i < p->nsx; i++)
+		free(p->sx[i]);
+	free(p->sx);
+	p->sx = NULL;
+	p->nsx = p->capsx = 0;
+	p->last = NULL;
 }
 
 /* --------------------------------------------------- pool membership */
@@ -362,16 +553,40 @@ static struct pt_pool *pool_of(struct pytorch_state *s, const struct pt_block *b
 static void pool_insert(struct pytorch_state *s, struct pt_block *b)
 {
 	struct pt_pool *p = pool_of(s, b);
+	struct pt_sidx *x = sidx_get(p, b->stream, 1);
+	if (!x) {
+		s->oom_error = 1;  /* the block stays out of every set: stop */
+		return;
+	}
+	uint32_t c = pt_class(b->size);
 	b->gc_base = p->search_count;
-	tree_insert(&p->blocks, b);
+	b->sx = x;
+	b->cls = c;
+	if (!x->root[c]) {
+		x->bits[c >> 6] |= 1ull << (c & 63);
+		x->summ[c >> 12] |= 1ull << ((c >> 6) & 63);
+	}
+	tr_insert(&x->root[c], b, 1);
+	p->nfree++;
 	if (!b->eseg && block_is_split(b))
 		stat_add(&s->inactive_split, b->size);
 }
 
 static void pool_remove(struct pytorch_state *s, struct pt_block *b)
 {
-	struct pt_pool *p = pool_of(s, b);
-	if (tree_remove(&p->blocks, b) && !b->eseg && block_is_split(b))
+	struct pt_sidx *x = b->sx;
+	if (!x)
+		return;
+	uint32_t c = b->cls;
+	tr_unlink(&x->root[c], b);
+	if (!x->root[c]) {
+		x->bits[c >> 6] &= ~(1ull << (c & 63));
+		if (!x->bits[c >> 6])
+			x->summ[c >> 12] &= ~(1ull << ((c >> 6) & 63));
+	}
+	b->sx = NULL;
+	pool_of(s, b)->nfree--;
+	if (!b->eseg && block_is_split(b))
 		stat_sub(&s->inactive_split, b->size);
 }
 
@@ -537,8 +752,8 @@ static int allocatable(const struct pt_block *b)
 static struct pt_block *find_expandable(struct pytorch_state *s, struct pt_pool *p,
 					uint32_t stream, uint64_t size)
 {
-	for (struct pt_block *c = tree_lower_bound(&p->unmapped, stream, 0, 0);
-	     c && c->stream == stream; c = tree_next(c)) {
+	for (struct pt_block *c = tr_lower_bound(p->unmapped.root, stream, 0, 0, 0);
+	     c && c->stream == stream; c = tr_next(c)) {
 		struct pt_block *start = allocatable(c->prev) ? c->prev : c;
 		uint64_t bytes = 0;
 		for (struct pt_block *b = start; bytes < size && allocatable(b); b = b->next)
@@ -672,7 +887,7 @@ static void unmap_block(struct pytorch_state *s, struct pt_block *b)
 static void release_pool(struct pytorch_state *s, struct pt_pool *p)
 {
 	size_t n;
-	struct pt_block **a = tree_snapshot(&p->blocks, &n);
+	struct pt_block **a = pool_snapshot(p, &n);
 	if (!a) {
 		s->oom_error = 1;
 		return;
@@ -719,17 +934,18 @@ static int release_available(struct pytorch_state *s, struct pt_pool *p, uint32_
 	if (s->max_split == PT_UNLIMITED)
 		return 0;
 	uint64_t key = size < s->max_split ? s->max_split : size;
-	struct pt_block *it = tree_lower_bound(&p->blocks, stream, key, 0);
-	if (!it || it->stream != stream || it->eseg) {
-		struct pt_block *cur = it ? tree_before(&p->blocks, it->stream, it->size, it->addr)
-					  : tree_before(&p->blocks, UINT32_MAX, UINT64_MAX, UINT64_MAX);
+	struct pt_sidx *x = sidx_get(p, stream, 0);
+	if (!x)
+		return 0;
+	struct pt_block *it = sidx_lower_bound(x, key);
+	if (!it || it->eseg) {
+		/* from the block before it in the stream, largest first */
+		struct pt_block *cur = it ? sidx_prev(it) : sidx_last(x);
 		if (!cur)
 			return 0;
 		uint64_t released = 0;
-		while (cur && released < key && cur->size >= s->max_split &&
-		       cur->stream == stream) {
-			struct pt_block *prev = tree_before(&p->blocks, cur->stream,
-							    cur->size, cur->addr);
+		while (cur && released < key && cur->size >= s->max_split) {
+			struct pt_block *prev = sidx_prev(cur);
 			if (!cur->eseg) {
 				released += cur->size;
 				release_block(s, cur);
@@ -754,7 +970,7 @@ static void garbage_collect(struct pytorch_state *s)
 	uint64_t total_age = 0;
 	int64_t count = 0;
 	size_t n;
-	struct pt_block **a = tree_snapshot(&p->blocks, &n);
+	struct pt_block **a = pool_snapshot(p, &n);
 	if (!a) {
 		s->oom_error = 1;
 		return;
@@ -797,14 +1013,15 @@ static struct pt_block *get_free_block(struct pytorch_state *s, struct pt_pool *
 {
 	if (s->set_fraction && s->gc_threshold > 0.0)
 		p->search_count++;
-	struct pt_block *it = tree_lower_bound(&p->blocks, stream, size, 0);
-	if (!it || it->stream != stream)
+	struct pt_sidx *x = sidx_get(p, stream, 0);
+	struct pt_block *it = x ? sidx_lower_bound(x, size) : NULL;
+	if (!it)
 		return NULL;
 	if (it->eseg) {
 		/* an expandable block counts as the size it can grow to */
 		for (;;) {
-			struct pt_block *nx = tree_next(it);
-			if (!it->eseg || !nx || nx->stream != stream)
+			struct pt_block *nx = sidx_next(it);
+			if (!it->eseg || !nx)
 				break;
 			uint64_t es_nx = nx->size + (nx->next && !nx->next->mapped ? nx->next->size : 0);
 			uint64_t es_it = it->size + (it->next && !it->next->mapped ? it->next->size : 0);
@@ -878,6 +1095,7 @@ static int pt_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		rest->prio = prio;
 		rest->l = rest->r = rest->up = NULL;
 		rest->set = NULL;
+		rest->sx = NULL;
 		rest->addr = b->addr + size;
 		rest->size = b->size - size;
 		rest->prev = b;
@@ -930,14 +1148,17 @@ static void pt_control(void *st, enum policy_control ctl, uint64_t arg)
 }
 
 /* Largest free block and all cached free bytes, for the engine's OOM report. */
-static void free_walk(const struct pt_block *t, uint64_t *largest, uint64_t *sum)
+static void free_walk(const struct pt_pool *p, uint64_t *largest, uint64_t *sum)
 {
-	while (t) {
-		free_walk(t->l, largest, sum);
-		if (t->size > *largest)
-			*largest = t->size;
-		*sum += t->size;
-		t = t->r;
+	for (size_t i = 0; i < p->nsx; i++) {
+		const struct pt_sidx *x = p->sx[i];
+		for (uint32_t c = sidx_class_from(x, 0); c < PT_NCLS; c = sidx_class_from(x, c + 1)) {
+			for (struct pt_block *b = tr_first(x->root[c]); b; b = tr_next(b)) {
+				if (b->size > *largest)
+					*largest = b->size;
+				*sum += b->size;
+			}
+		}
 	}
 }
 
@@ -945,8 +1166,8 @@ static void pt_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct pytorch_state *s = st;
 	uint64_t largest = 0, cached = 0;
-	free_walk(s->small.blocks.root, &largest, &cached);
-	free_walk(s->large.blocks.root, &largest, &cached);
+	free_walk(&s->small, &largest, &cached);
+	free_walk(&s->large, &largest, &cached);
 	emit(ctx, "allocated_bytes.all.current", (int64_t)s->allocated.cur);
 	emit(ctx, "allocated_bytes.all.peak", (int64_t)s->allocated.peak);
 	emit(ctx, "reserved_bytes.all.current", (int64_t)s->reserved.cur);
@@ -1071,8 +1292,6 @@ static int pt_init(void *st, const char *conf, const struct policy_env *env,
 	s->capacity = env->capacity ? env->capacity : device_capacity(env->dev);
 	s->max_split = PT_UNLIMITED;
 	s->max_non_split_rounding = PT_LARGE_BUFFER;
-	s->small.blocks.order = s->large.blocks.order = PT_BY_SIZE;
-	s->small.unmapped.order = s->large.unmapped.order = PT_BY_ADDR;
 	s->small.small = 1;
 	s->rng = 2463534242u;
 	u64map_init(&s->active);
@@ -1200,6 +1419,8 @@ static void pt_fini(void *st)
 		s->esegs = n;
 	}
 	u64map_free(&s->active);
+	pool_free_index(&s->small);
+	pool_free_index(&s->large);
 	memset(s, 0, sizeof *s);
 }
 

@@ -35,6 +35,17 @@ int cmd_fuse(int argc, char **argv);      /* fuse TRACE --rules FILE -o OUT: ker
 /* "1.50 GiB" style, into BUF. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 
+/*
+ * One sentence explaining an OOM verdict ("capacity", "limit",
+ * "fragmentation": sim_oom_verdict) from the figures stored with the run:
+ * the request, live (allocated) and reserved bytes, the usable limit and
+ * capacity, the policy's largest free block and cached free bytes (-1:
+ * unknown). Returns BUF.
+ */
+const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allocated,
+			    uint64_t reserved, uint64_t limit, uint64_t capacity,
+			    int64_t largest_free, int64_t cached_free, char *buf, size_t len);
+
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 

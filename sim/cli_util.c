@@ -28,3 +28,31 @@ int cli_is_help(const char *arg)
 {
 	return arg && (!strcmp(arg, "-h") || !strcmp(arg, "--help"));
 }
+
+const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allocated,
+			    uint64_t reserved, uint64_t limit, uint64_t capacity,
+			    int64_t largest_free, int64_t cached_free, char *buf, size_t len)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	const char *what = limit && capacity && limit < capacity ? "the allocator's limit"
+								  : "the device";
+	if (!verdict || !*verdict) {
+		snprintf(buf, len, "unknown (no verdict stored)");
+	} else if (!strcmp(verdict, "capacity") || !strcmp(verdict, "limit")) {
+		snprintf(buf, len, "%s: %s live + %s requested > %s usable (%s)", verdict,
+			 cli_fmt_bytes(allocated, b1, sizeof b1), cli_fmt_bytes(request, b2, sizeof b2),
+			 cli_fmt_bytes(limit, b3, sizeof b3), what);
+	} else if (cached_free >= 0 && (uint64_t)cached_free >= request) {
+		snprintf(buf, len, "fragmentation: %s cached free but the largest free block is %s "
+			 "for a request of %s", cli_fmt_bytes((uint64_t)cached_free, b1, sizeof b1),
+			 cli_fmt_bytes(largest_free > 0 ? (uint64_t)largest_free : 0, b2, sizeof b2),
+			 cli_fmt_bytes(request, b3, sizeof b3));
+	} else {
+		snprintf(buf, len, "fragmentation: %s live + %s requested fit in %s usable (%s), "
+			 "but the %s reserved could not serve it", cli_fmt_bytes(allocated, b1, sizeof b1),
+			 cli_fmt_bytes(request, b2, sizeof b2),
+			 limit ? cli_fmt_bytes(limit, b3, sizeof b3) : "unlimited", what,
+			 cli_fmt_bytes(reserved, b4, sizeof b4));
+	}
+	return buf;
+}

@@ -1,32 +1,81 @@
 /*
  * cmd_import.c: `gpumemsim import torch-snapshot FILE -o TRACE`: other
- * tools' memory records into gpumemsim traces (traces/import_torch.h).
+ * tools' memory records into gpumemsim traces (traces/import_torch.h), and
+ * `gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT`: the
+ * truth record's empty_cache() calls copied into a capture
+ * (traces/markers.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <inttypes.h>
 
 #include "cli.h"
 #include "../traces/import_torch.h"
+#include "../traces/markers.h"
 
 static void import_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: gpumemsim import torch-snapshot FILE -o TRACE [--json META]\n\n"
-		"FILE: torch.cuda.memory._snapshot()['device_traces'][dev] as text, one entry a\n"
-		"line: 'action addr size stream time_us' (plain or gzip). A FILE ending in\n"
-		".pickle (torch.cuda.memory._dump_snapshot()) is converted first with\n"
-		"python3 traces/torch_snapshot_to_text.py (no torch needed; override the\n"
-		"script with GPUMEMSIM_TORCH_HELPER). NAME.json beside FILE (or --json)\n"
-		"adds the GPU, total memory and the labels model, batch, conf, fraction.\n"
-		"TRACE is gzip-compressed when it ends in .gz and written atomically.\n");
+		"usage: gpumemsim import torch-snapshot FILE -o TRACE [--json META]\n"
+		"       gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT\n"
+		"                 [--source SUBSTR] [--min-match F] [--max-gap N]\n\n"
+		"torch-snapshot: FILE is torch.cuda.memory._snapshot()['device_traces'][dev]\n"
+		"as text, one entry a line: 'action addr size stream time_us' (plain or gzip).\n"
+		"A FILE ending in .pickle (torch.cuda.memory._dump_snapshot()) is converted\n"
+		"first with python3 traces/torch_snapshot_to_text.py (no torch needed;\n"
+		"override the script with GPUMEMSIM_TORCH_HELPER). NAME.json beside FILE (or\n"
+		"--json) adds the GPU, total memory and the labels model, batch, conf, fraction.\n\n"
+		"torch-markers: CAPTURE (taken with PYTORCH_NO_CUDA_MEMORY_CACHING=1) cannot\n"
+		"see the empty_cache() PyTorch calls after each cuDNN benchmark search. TRUTH\n"
+		"(the same steps with the caching allocator on: snapshot text or its import)\n"
+		"has them. The two request streams are aligned by allocation size (capture\n"
+		"allocations whose source contains SUBSTR, default libc10_cuda; the others\n"
+		"are reported by source) and each 'x empty_cache' is copied before the matching\n"
+		"capture record. Refuses when under F (default 0.90) of the allocations match\n"
+		"exactly, or a marker sits among more than N (default 16) unmatched ones.\n"
+		"Everything else in CAPTURE is kept; OUT gets the label empty_cache_markers=K.\n\n"
+		"TRACE/OUT are gzip-compressed when they end in .gz and written atomically.\n");
+}
+
+static int import_markers(const char *capture, const char *truth, const char *out,
+			  const struct markers_options *o)
+{
+	char err[2048];
+	struct markers_report rep;
+	if (markers_transfer(capture, truth, out, o, &rep, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim import: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, "%s: %" PRIu64 " empty_cache markers placed (%" PRIu64 " in the truth, %"
+		PRIu64 " before a free rather than an alloc, widest unmatched run around one: %"
+		PRIu64 ")\n", out, rep.markers, rep.truth_markers, rep.moved_by_free,
+		rep.max_marker_gap);
+	fprintf(stderr, "alignment: %" PRIu64 " framework allocations of %" PRIu64 " in the capture, %"
+		PRIu64 " in the truth: %" PRIu64 " matched exactly (%.1f%%), %" PRIu64
+		" paired by position, %" PRIu64 " capture-only, %" PRIu64 " truth-only; %" PRIu64
+		" edits\n", rep.framework_allocs, rep.capture_allocs, rep.truth_allocs, rep.matched,
+		rep.match_ratio * 100.0, rep.substituted, rep.capture_only, rep.truth_only, rep.edits);
+	for (size_t i = 0; i < rep.nforeign; i++) {
+		char b1[32], b2[32];
+		const struct markers_source *s = &rep.foreign[i];
+		fprintf(stderr, "not the framework's allocator: %s: %" PRIu64 " allocations, %s in all, "
+			"%s live at most\n", s->name, s->allocs, cli_fmt_bytes(s->bytes, b1, sizeof b1),
+			cli_fmt_bytes(s->peak_live, b2, sizeof b2));
+	}
+	if (rep.foreign_other)
+		fprintf(stderr, "not the framework's allocator: %" PRIu64 " more allocations of other "
+			"sources\n", rep.foreign_other);
+	return 0;
 }
 
 /* Parse the options, convert, say what was recognised. */
 int cmd_import(int argc, char **argv)
 {
-	const char *kind = NULL, *in = NULL, *out = NULL, *json = NULL;
+	const char *kind = NULL, *in = NULL, *out = NULL, *json = NULL, *truth = NULL;
+	struct markers_options mo = { NULL, 0, 0 };
 	for (int i = 1; i < argc; i++) {
+		char *end;
 		if (cli_is_help(argv[i])) {
 			import_usage(stdout);
 			return 0;
@@ -34,6 +83,25 @@ int cmd_import(int argc, char **argv)
 			out = argv[++i];
 		} else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
 			json = argv[++i];
+		} else if (!strcmp(argv[i], "--truth") && i + 1 < argc) {
+			truth = argv[++i];
+		} else if (!strcmp(argv[i], "--source") && i + 1 < argc) {
+			mo.source = argv[++i];
+		} else if (!strcmp(argv[i], "--min-match") && i + 1 < argc) {
+			mo.min_match = strtod(argv[++i], &end);
+			if (*end || end == argv[i] || !(mo.min_match > 0 && mo.min_match <= 1)) {
+				fprintf(stderr, "gpumemsim import: --min-match '%s': want a fraction in "
+					"(0, 1]\n", argv[i]);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(argv[i], "--max-gap") && i + 1 < argc) {
+			unsigned long long g = strtoull(argv[++i], &end, 10);
+			if (*end || end == argv[i] || argv[i][0] == '-' || g == 0) {
+				fprintf(stderr, "gpumemsim import: --max-gap '%s': want a positive "
+					"count\n", argv[i]);
+				return EXIT_USAGE;
+			}
+			mo.max_gap = g;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "gpumemsim import: unknown option '%s'\n", argv[i]);
 			import_usage(stderr);
@@ -51,8 +119,22 @@ int cmd_import(int argc, char **argv)
 		import_usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (!strcmp(kind, "torch-markers")) {
+		if (!truth || json) {
+			fprintf(stderr, "gpumemsim import torch-markers: %s\n",
+				json ? "--json is for torch-snapshot" : "--truth TRUTH is required");
+			return EXIT_USAGE;
+		}
+		return import_markers(in, truth, out, &mo);
+	}
 	if (strcmp(kind, "torch-snapshot")) {
-		fprintf(stderr, "gpumemsim import: unknown format '%s' (known: torch-snapshot)\n", kind);
+		fprintf(stderr, "gpumemsim import: unknown format '%s' (known: torch-snapshot, "
+			"torch-markers)\n", kind);
+		return EXIT_USAGE;
+	}
+	if (truth || mo.source || mo.min_match > 0 || mo.max_gap) {
+		fprintf(stderr, "gpumemsim import torch-snapshot: --truth, --source, --min-match and "
+			"--max-gap are for torch-markers\n");
 		return EXIT_USAGE;
 	}
 	char err[1024];

@@ -297,7 +297,8 @@ int cmd_maxbatch(int argc, char **argv)
 					      cli_fmt_bytes(live.libs[i].bytes, b1, sizeof b1));
 			if (n > 0 && (size_t)n < sizeof detail)
 				snprintf(detail + n, sizeof detail - (size_t)n, ")");
-		} else if (alloc + req > c.cap) {
+		} else if (!strcmp(sim_oom_verdict(req, alloc, c.cap, fail.oom_largest_free,
+						   fail.oom_cached_free), "capacity")) {
 			verdict = "capacity";
 			snprintf(detail, sizeof detail, "capacity: %s allocated + %s requested > %s usable",
 				 cli_fmt_bytes(alloc, b1, sizeof b1), cli_fmt_bytes(req, b2, sizeof b2),

@@ -330,28 +330,13 @@ static void table_best(struct report *r, const struct plot_run *runs, int n)
 	tab_end(&r->p);
 }
 
-/* Users' question 2: why it ran out of memory. Fragmentation when the cache
- * held enough free bytes but no block was large enough; capacity when live
- * bytes plus the request exceed the device. */
+/* Users' question 2: why it ran out of memory, as the engine judged it
+ * (runs.oom_verdict) with the figures that support it. */
 static const char *oom_verdict(const struct plot_run *x, char *buf, size_t len)
 {
-	if (x->oom_largest_free >= 0 && x->oom_cached_free >= 0 &&
-	    (uint64_t)x->oom_cached_free >= x->oom_bytes &&
-	    (uint64_t)x->oom_largest_free < x->oom_bytes) {
-		snprintf(buf, len, "fragmentation (enough cached free bytes, no block large enough)");
-		return buf;
-	}
-	if (!x->capacity) {
-		snprintf(buf, len, "allocator limit (unlimited device)");
-		return buf;
-	}
-	double share = 100.0 * (double)(x->oom_allocated + x->oom_bytes) / (double)x->capacity;
-	if (share >= 90.0)
-		snprintf(buf, len, "capacity (live bytes + request = %.1f%% of the device)", share);
-	else
-		snprintf(buf, len, "allocator overhead (live bytes + request only %.1f%% of the "
-			 "device; the rest reserved but not usable)", share);
-	return buf;
+	return cli_oom_explain(x->oom_verdict, x->oom_bytes, x->oom_allocated, x->oom_reserved,
+			       x->oom_limit, x->capacity, x->oom_largest_free, x->oom_cached_free,
+			       buf, len);
 }
 
 static void table_ooms(struct report *r, const struct plot_run *runs, int n)

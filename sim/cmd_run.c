@@ -182,6 +182,8 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 		json_kv_u64(&j, "reserved", r->oom_reserved);
 		json_kv_i64(&j, "largest_free_block", r->oom_largest_free);
 		json_kv_i64(&j, "cached_free_bytes", r->oom_cached_free);
+		json_kv_u64(&j, "limit", r->oom_limit);
+		json_kv_string(&j, "verdict", r->oom_verdict);
 		json_end_object(&j);
 	} else {
 		json_null(&j);
@@ -278,6 +280,11 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 		if (r->oom_cached_free >= 0)
 			printf("                 cached free %s\n",
 			       cli_fmt_bytes((uint64_t)r->oom_cached_free, b1, sizeof b1));
+		char why[256];
+		printf("                 verdict: %s\n",
+		       cli_oom_explain(r->oom_verdict, r->oom_bytes, r->oom_allocated,
+				       r->oom_reserved, r->oom_limit, r->capacity, r->oom_largest_free,
+				       r->oom_cached_free, why, sizeof why));
 	} else {
 		printf("OOM              none\n");
 	}

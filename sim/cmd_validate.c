@@ -13,6 +13,11 @@
  *  - peak reserved, peak allocated and the device alloc/free counts against
  *    the stats the real allocator reported.
  * A run is exact when all of these agree.
+ *
+ * `validate jax-truth DIR` and `validate async-truth DIR` do the same for
+ * XLA's BFC allocator and the CUDA stream-ordered pool (docs/validation_bfc.md):
+ * replay a capture's request stream, less what the allocator never served
+ * (filter_capture), and compare peaks and regions with the recorded run.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +31,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "json.h"
+#include "u64map.h"
 #include "../traces/import_torch.h"
 
 struct dev_op { uint32_t op; uint64_t addr, bytes; };
@@ -289,13 +295,436 @@ static double pct(const double *v, size_t n, double p)
 	return v[k ? k - 1 : 0];
 }
 
+/* ------------------------------------------- jax-truth and async-truth */
+
+/*
+ * What a capture holds that the allocator under test never served, and so
+ * is left out of the replay:
+ *  - host memory (pinned, pageable) and module globals: not device heap;
+ *  - allocations never freed in the trace: XLA frees every buffer when its
+ *    client is destroyed at exit, so what survives is the memory libraries
+ *    took for themselves with cudaMalloc (cuDNN and cuBLAS handles, the
+ *    64 MiB cuBLAS workspace): outside XLA's allocator (jax-truth);
+ *  - allocations without the pool flag (async-truth: the pool serves only
+ *    cudaMallocAsync; handles use plain cudaMalloc);
+ *  - frees of allocations made before the capture started.
+ * The output keeps only a, f and y records (no strings needed).
+ */
+struct filter_stats { uint64_t kept, dropped, dropped_bytes, orphans; };
+
+static int filter_capture(const char *in, const char *out, int pool_only,
+			  struct filter_stats *fs, char *err, size_t errlen)
+{
+	struct trace_reader *r = NULL;
+	struct trace_writer *w = NULL;
+	struct trace_rec rec;
+	struct u64map live, drop;
+	int rc = -1, trc;
+	uint64_t v, newid = 0;
+	u64map_init(&live);
+	u64map_init(&drop);
+	memset(fs, 0, sizeof *fs);
+	for (int pass = 0; pass < 2; pass++) {
+		r = trace_reader_open(in);
+		if (!r || trace_reader_status(r) < 0) {
+			snprintf(err, errlen, "%s", r ? trace_reader_error(r) : "out of memory");
+			goto cleanup;
+		}
+		if (pass == 1) {
+			w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
+			if (!w || trace_writer_header(w, trace_reader_header(r)) < 0) {
+				if (w)
+					snprintf(err, errlen, "%s: cannot write", out);
+				goto cleanup;
+			}
+		}
+		while ((trc = trace_reader_next(r, &rec)) == TRACE_OK) {
+			struct trace_mem *m = &rec.u.mem;
+			int host = rec.type <= TREC_FREE &&
+				   (m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED);
+			if (rec.type == TREC_ALLOC && !host) {
+				if (pass == 0) {
+					if (u64map_put(&live, m->addr, m->id) < 0)
+						goto nomem;
+					continue;
+				}
+				int skip = u64map_get(&drop, m->id, &v) ||
+					   (pool_only && !(m->flags & TMEM_F_POOL));
+				if (skip) {
+					fs->dropped++;
+					fs->dropped_bytes += m->bytes;
+					continue;
+				}
+				if (u64map_put(&live, m->addr, 1) < 0)
+					goto nomem;
+				m->id = newid++;
+				m->source = TRACE_NO_STRING;
+				fs->kept++;
+			} else if (rec.type == TREC_FREE && !host) {
+				if (!u64map_del(&live, m->addr, NULL)) {
+					fs->orphans += pass;
+					continue;
+				}
+				if (pass == 0)
+					continue;
+				m->source = TRACE_NO_STRING;
+			} else if (rec.type != TREC_SYNC || pass == 0) {
+				continue;
+			}
+			if (trace_writer_record(w, &rec) < 0) {
+				snprintf(err, errlen, "%s: cannot write", out);
+				goto cleanup;
+			}
+		}
+		if (trc < 0) {
+			snprintf(err, errlen, "%s", trace_reader_error(r));
+			goto cleanup;
+		}
+		trace_reader_close(r);
+		r = NULL;
+		if (pass == 0) {
+			/* what is still live at the end was never freed */
+			for (size_t i = 0; i < live.cap; i++)
+				if (live.keys[i] != U64MAP_EMPTY && u64map_put(&drop, live.vals[i], 1) < 0)
+					goto nomem;
+			u64map_free(&live);
+			u64map_init(&live);
+		}
+	}
+	rc = trace_writer_close(w, 1, 0, err, errlen);
+	w = NULL;
+	goto cleanup;
+nomem:
+	snprintf(err, errlen, "%s: out of memory", in);
+cleanup:
+	if (w)
+		trace_writer_abort(w);
+	if (r)
+		trace_reader_close(r);
+	u64map_free(&live);
+	u64map_free(&drop);
+	return rc;
+}
+
+/* Device allocations of a BFC growth-run capture that were freed in it: the
+ * regions (XLA returns them at exit; library handles are never freed). */
+static int capture_regions(const char *path, uint64_t *n, uint64_t *bytes,
+			   char *list, size_t len)
+{
+	struct trace_reader *r = trace_reader_open(path);
+	struct trace_rec rec;
+	struct u64map live;
+	size_t used = 0;
+	*n = *bytes = 0;
+	list[0] = 0;
+	if (!r || trace_reader_status(r) < 0) {
+		if (r)
+			trace_reader_close(r);
+		return -1;
+	}
+	u64map_init(&live);
+	while (trace_reader_next(r, &rec) == TRACE_OK) {
+		const struct trace_mem *m = &rec.u.mem;
+		if (rec.type > TREC_FREE || m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED)
+			continue;
+		if (rec.type == TREC_ALLOC) {
+			u64map_put(&live, m->addr, m->bytes);
+		} else {
+			uint64_t b;
+			if (!u64map_del(&live, m->addr, &b))
+				continue;
+			(*n)++;
+			*bytes += b;
+			if (used + 24 < len)
+				used += (size_t)snprintf(list + used, len - used, "%s%" PRIu64,
+							 used ? "+" : "", b >> 20);
+		}
+	}
+	trace_reader_close(r);
+	u64map_free(&live);
+	return 0;
+}
+
+static void count_seg(void *ctx, uint32_t op, uint64_t addr, uint64_t bytes, uint64_t t)
+{
+	uint64_t *c = ctx;
+	(void)addr;
+	(void)t;
+	if (op == TSEG_ALLOC || op == TSEG_MAP) {
+		c[0]++;
+		c[1] += bytes;
+	}
+}
+
+struct truth_row {
+	char name[256];
+	uint64_t pool_real, pool_sim, use_real, use_sim, reg_real, reg_sim, limit, reg_bytes;
+	int have_regions;
+	struct filter_stats fs;
+	char regions[160];
+};
+
+/* Filter NAME.trace.gz, replay it under POLICY/CONF, fill ROW's sim side. */
+static int replay_filtered(const char *in, const char *policy, const char *conf,
+			   int pool_only, struct truth_row *row, char *err, size_t errlen)
+{
+	char tmp[64];
+	struct sim_options o;
+	struct sim_result res;
+	uint64_t segs[2] = {0, 0};
+	int rc = -1;
+	snprintf(tmp, sizeof tmp, "/tmp/gpumemsim-vjax-XXXXXX");
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	if (filter_capture(in, tmp, pool_only, &row->fs, err, errlen) < 0)
+		goto cleanup;
+	memset(&o, 0, sizeof o);
+	o.trace_path = tmp;
+	o.policy = policy_find(policy);
+	o.conf = conf;
+	o.addr_mode = DEVICE_ADDR_SYNTHETIC;
+	o.device_log = count_seg;
+	o.device_log_ctx = segs;
+	if (!o.policy) {
+		snprintf(err, errlen, "the %s policy is not registered", policy);
+		goto cleanup;
+	}
+	memset(&res, 0, sizeof res);
+	if (sim_run(&o, &res, err, errlen) < 0)
+		goto cleanup;
+	row->pool_sim = res.peak_reserved;
+	row->use_sim = res.peak_allocated;
+	row->reg_sim = res.device_allocs;
+	sim_result_free(&res);
+	rc = 0;
+cleanup:
+	unlink(tmp);
+	return rc;
+}
+
+/* One JAX batch: DIR/NAME.trace.gz against DIR/truth/NAME-growth.*. */
+static int jax_one(const char *dir, const char *name, struct truth_row *row,
+		   char *err, size_t errlen)
+{
+	char in[4096], jp[4096], tp[4096], conf[128];
+	double v;
+	char *json;
+	memset(row, 0, sizeof *row);
+	snprintf(row->name, sizeof row->name, "%s", name);
+	snprintf(in, sizeof in, "%s/%s.trace.gz", dir, name);
+	snprintf(jp, sizeof jp, "%s/truth/%s-growth.nvml.json", dir, name);
+	json = import_torch_slurp(jp);
+	if (!json) {
+		snprintf(jp, sizeof jp, "%s/truth/%s-growth.json", dir, name);
+		json = import_torch_slurp(jp);
+	}
+	if (!json) {
+		snprintf(err, errlen, "%s: cannot read: %s", jp, strerror(errno));
+		return -1;
+	}
+	/* sorted keys: memory_stats comes before stats_per_step, so the first
+	 * occurrence of each key is the end-of-run value */
+	if (import_torch_json_num(json, "bytes_limit", &v) < 0 || v <= 0) {
+		snprintf(err, errlen, "%s: no memory_stats.bytes_limit (a failed run?)", jp);
+		free(json);
+		return -1;
+	}
+	row->limit = (uint64_t)v;
+	row->pool_real = import_torch_json_num(json, "peak_pool_bytes", &v) < 0 ? 0 : (uint64_t)v;
+	row->use_real = import_torch_json_num(json, "peak_bytes_in_use", &v) < 0 ? 0 : (uint64_t)v;
+	free(json);
+	snprintf(tp, sizeof tp, "%s/truth/%s-growth.trace.gz", dir, name);
+	if (access(tp, R_OK) == 0 &&
+	    capture_regions(tp, &row->reg_real, &row->reg_bytes, row->regions,
+			    sizeof row->regions) == 0)
+		row->have_regions = 1;
+	snprintf(conf, sizeof conf, "allow_growth:true,memory_limit:%" PRIu64, row->limit);
+	return replay_filtered(in, "bfc", conf, 0, row, err, errlen);
+}
+
+/* One cudaMallocAsync run: DIR/NAME.trace.gz (its own capture) and NAME.json
+ * (the pool's attributes). 1 when the run itself failed (skipped). */
+static int async_one(const char *dir, const char *name, struct truth_row *row,
+		     char *err, size_t errlen)
+{
+	char in[4096], jp[4096], conf[128], thr[64];
+	double v;
+	char *json;
+	memset(row, 0, sizeof *row);
+	snprintf(row->name, sizeof row->name, "%s", name);
+	snprintf(in, sizeof in, "%s/%s.trace.gz", dir, name);
+	snprintf(jp, sizeof jp, "%s/%s.json", dir, name);
+	json = import_torch_slurp(jp);
+	if (!json) {
+		snprintf(err, errlen, "%s: cannot read: %s", jp, strerror(errno));
+		return -1;
+	}
+	/* the default pool's attributes come first (sorted keys) */
+	if (import_torch_json_num(json, "reserved_mem_high", &v) < 0) {
+		free(json);
+		return 1;
+	}
+	row->pool_real = (uint64_t)v;
+	row->use_real = import_torch_json_num(json, "used_mem_high", &v) < 0 ? 0 : (uint64_t)v;
+	if (import_torch_json_get(json, "release_threshold", thr, sizeof thr) < 0)
+		snprintf(thr, sizeof thr, "0");
+	/* PyTorch sets UINT64_MAX (never release); past the device it means the same */
+	if (import_torch_json_num(json, "release_threshold", &v) == 0 && v > 1e15 &&
+	    import_torch_json_num(json, "total_memory", &v) == 0)
+		snprintf(thr, sizeof thr, "%" PRIu64, (uint64_t)v);
+	free(json);
+	snprintf(conf, sizeof conf, "release_threshold:%s", thr);
+	return replay_filtered(in, "cuda_async", conf, 1, row, err, errlen);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	/* batch order: jax-resnet-b8 before jax-resnet-b12 */
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	size_t i = 0;
+	while (x[i] && x[i] == y[i] && !(x[i] >= '0' && x[i] <= '9'))
+		i++;
+	if (x[i] >= '0' && x[i] <= '9' && y[i] >= '0' && y[i] <= '9') {
+		unsigned long p = strtoul(x + i, NULL, 10), q = strtoul(y + i, NULL, 10);
+		if (p != q)
+			return p < q ? -1 : 1;
+	}
+	return strcmp(x, y);
+}
+
+/* `validate jax-truth|async-truth DIR`: one row per run, then a summary. */
+static int validate_truth(const char *kind, const char *dir, const char *only, int as_json)
+{
+	int jax = !strcmp(kind, "jax-truth"), rc = 1;
+	char **names = NULL;
+	size_t n = 0, cap = 0, nexact = 0, nrun = 0;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct json j;
+	if (!d) {
+		fprintf(stderr, "gpumemsim validate: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+		if (l <= 9 || strcmp(de->d_name + l - 9, ".trace.gz") ||
+		    (jax && strncmp(de->d_name, "jax-", 4)) || (only && !strstr(de->d_name, only)))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 32;
+			char **nn = realloc(names, nc * sizeof *nn);
+			if (!nn)
+				goto oom;
+			names = nn;
+			cap = nc;
+		}
+		if (!(names[n] = strndup(de->d_name, l - 9)))
+			goto oom;
+		n++;
+	}
+	closedir(d);
+	d = NULL;
+	if (!n) {
+		fprintf(stderr, "gpumemsim validate: %s: no %sNAME.trace.gz\n", dir, jax ? "jax-" : "");
+		goto cleanup;
+	}
+	qsort(names, n, sizeof *names, name_cmp);
+	if (!as_json)
+		printf("%-28s %-5s %13s %13s %12s %12s %12s %7s %-26s %s\n", "run", "exact",
+		       jax ? "pool_real" : "reserved_hi", jax ? "pool_sim" : "reserved_sim",
+		       "diff", "inuse_real", "inuse_sim", "regions", jax ? "real regions MiB" : "",
+		       "left out (allocs/bytes)");
+	for (size_t i = 0; i < n; i++) {
+		struct truth_row row;
+		char err[8400];
+		int r = jax ? jax_one(dir, names[i], &row, err, sizeof err)
+			    : async_one(dir, names[i], &row, err, sizeof err);
+		if (r < 0) {
+			fprintf(stderr, "gpumemsim validate: %s\n", err);
+			goto cleanup;
+		}
+		if (r > 0) {
+			fprintf(stderr, "gpumemsim validate: %s: the recorded run failed; skipped\n",
+				names[i]);
+			continue;
+		}
+		int exact = row.pool_real == row.pool_sim &&
+			    (!row.have_regions || row.reg_real == row.reg_sim);
+		nrun++;
+		nexact += exact;
+		int64_t diff = (int64_t)(row.pool_sim - row.pool_real);
+		if (as_json) {
+			json_init(&j, stdout);
+			json_begin_object(&j);
+			json_kv_string(&j, "run", row.name);
+			json_kv_bool(&j, "exact", exact);
+			json_kv_u64(&j, jax ? "peak_pool_bytes_real" : "reserved_high_real", row.pool_real);
+			json_kv_u64(&j, jax ? "peak_pool_bytes_sim" : "reserved_high_sim", row.pool_sim);
+			json_kv_u64(&j, "peak_in_use_real", row.use_real);
+			json_kv_u64(&j, "peak_in_use_sim", row.use_sim);
+			if (row.have_regions)
+				json_kv_u64(&j, "regions_real", row.reg_real);
+			json_kv_u64(&j, "regions_sim", row.reg_sim);
+			json_kv_u64(&j, "left_out_allocs", row.fs.dropped);
+			json_kv_u64(&j, "left_out_bytes", row.fs.dropped_bytes);
+			json_kv_u64(&j, "orphan_frees", row.fs.orphans);
+			json_end_object(&j);
+		} else {
+			char reg[32];
+			if (row.have_regions)
+				snprintf(reg, sizeof reg, "%" PRIu64 "/%" PRIu64, row.reg_real, row.reg_sim);
+			else
+				snprintf(reg, sizeof reg, "-/%" PRIu64, row.reg_sim);
+			printf("%-28s %-5s %13" PRIu64 " %13" PRIu64 " %12" PRId64 " %12" PRIu64
+			       " %12" PRIu64 " %7s %-26s %" PRIu64 "/%" PRIu64 "\n", row.name,
+			       exact ? "yes" : "no", row.pool_real, row.pool_sim, diff, row.use_real,
+			       row.use_sim, reg, row.have_regions ? row.regions : "-",
+			       row.fs.dropped, row.fs.dropped_bytes);
+		}
+		fflush(stdout);
+	}
+	if (as_json) {
+		json_init(&j, stdout);
+		json_begin_object(&j);
+		json_kv_string(&j, "summary", kind);
+		json_kv_u64(&j, "runs", nrun);
+		json_kv_u64(&j, "exact_runs", nexact);
+		json_end_object(&j);
+	} else {
+		printf("\nsummary (%s): %zu runs, %zu with peak %s reproduced exactly\n", kind, nrun,
+		       nexact, jax ? "pool bytes (and regions)" : "reserved");
+	}
+	rc = 0;
+	goto cleanup;
+oom:
+	fprintf(stderr, "gpumemsim validate: out of memory\n");
+cleanup:
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
 static void validate_usage(FILE *f)
 {
 	fprintf(f, "usage: gpumemsim validate torch-truth DIR [--addresses recorded|synthetic]\n"
 		   "                                       [--json] [--only SUBSTR]\n\n"
 		   "Replays every NAME.trace.gz in DIR (with NAME.json: conf, fraction,\n"
 		   "total_memory, stats) through the pytorch policy and compares segment\n"
-		   "sequences and peaks with the real allocator's. Exit 0 when it ran.\n");
+		   "sequences and peaks with the real allocator's. Exit 0 when it ran.\n\n"
+		   "       gpumemsim validate jax-truth DIR [--json] [--only SUBSTR]\n"
+		   "Replays every jax-*.trace.gz in DIR (XLA_PYTHON_CLIENT_ALLOCATOR=platform\n"
+		   "captures) under bfc with allow_growth and the run's bytes_limit; compares\n"
+		   "peak pool bytes, peak in use and regions with DIR/truth/NAME-growth.*.\n\n"
+		   "       gpumemsim validate async-truth DIR [--json] [--only SUBSTR]\n"
+		   "Replays each NAME.trace.gz (a backend:cudaMallocAsync capture) under\n"
+		   "cuda_async; compares with the pool's reserved/used high-water marks.\n");
 }
 
 /* Parse, run every selected recorded run, print rows and a summary. */
@@ -344,9 +773,11 @@ int cmd_validate(int argc, char **argv)
 		validate_usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (!strcmp(kind, "jax-truth") || !strcmp(kind, "async-truth"))
+		return validate_truth(kind, dir, only, as_json);
 	if (strcmp(kind, "torch-truth")) {
-		fprintf(stderr, "gpumemsim validate: unknown ground truth '%s' (known: torch-truth)\n",
-			kind);
+		fprintf(stderr, "gpumemsim validate: unknown ground truth '%s' (known: torch-truth, "
+			"jax-truth, async-truth)\n", kind);
 		return EXIT_USAGE;
 	}
 	DIR *d = opendir(dir);

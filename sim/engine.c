@@ -136,7 +136,7 @@ struct engine {
 	uint64_t tl_lim;              /* relative times below this fit the buckets */
 
 	/* OOM-time stats */
-	int64_t stat_largest, stat_cached;
+	int64_t stat_largest, stat_cached, stat_limit;
 	size_t stats_cap;
 
 	/* timing model (NULL cost: the plain replay) */
@@ -420,7 +420,21 @@ static void oom_stat(void *ctx, const char *name, int64_t value)
 		e->stat_largest = value;
 	else if (!strcmp(name, "cached_free_bytes"))
 		e->stat_cached = value;
+	else if (!strcmp(name, "limit_bytes"))
+		e->stat_limit = value;
 }
+
+const char *sim_oom_verdict(uint64_t request, uint64_t allocated, uint64_t limit,
+			    int64_t largest_free, int64_t cached_free)
+{
+	if (largest_free >= 0 && cached_free >= 0 && (uint64_t)cached_free >= request &&
+	    (uint64_t)largest_free < request)
+		return "fragmentation";
+	if (limit && allocated + request > limit)
+		return "capacity";
+	return "fragmentation";
+}
+
 
 static void final_stat(void *ctx, const char *name, int64_t value)
 {
@@ -602,10 +616,19 @@ static void on_oom(struct engine *e, const struct erec *rec, uint64_t now, uint3
 		r->oom_allocated = e->allocated;
 		r->oom_reserved = res;
 		e->stat_largest = e->stat_cached = -1;
+		e->stat_limit = 0;
 		if (e->pol->stats)
 			e->pol->stats(e->st, oom_stat, e);
 		r->oom_largest_free = e->stat_largest;
 		r->oom_cached_free = e->stat_cached;
+		uint64_t cap = device_capacity(e->dev);
+		r->oom_limit = e->stat_limit > 0 && (!cap || (uint64_t)e->stat_limit < cap)
+				       ? (uint64_t)e->stat_limit : cap;
+		const char *v = sim_oom_verdict(r->oom_bytes, r->oom_allocated, r->oom_limit,
+						r->oom_largest_free, r->oom_cached_free);
+		if (!strcmp(v, "capacity") && r->oom_limit != cap)
+			v = "limit";
+		snprintf(r->oom_verdict, sizeof r->oom_verdict, "%s", v);
 	}
 	snprintf(b1, sizeof b1, "%" PRIu64, e->allocated);
 	snprintf(b2, sizeof b2, "%" PRIu64, res);

@@ -86,6 +86,11 @@ struct sim_result {
 	uint64_t oom_t, oom_bytes, oom_line;  /* the first failing request */
 	uint64_t oom_allocated, oom_reserved; /* state at the first OOM */
 	int64_t oom_largest_free, oom_cached_free; /* policy's view, -1 unknown */
+	uint64_t oom_limit;             /* bytes usable at the first OOM: the policy's own
+					 * limit ("limit_bytes" stat: a memory fraction, a
+					 * BFC memory limit), else the capacity; 0 unlimited */
+	char oom_verdict[16];           /* why the first OOM: "capacity", "limit" or
+					 * "fragmentation" (see sim_oom_explain) */
 	uint64_t trace_duration_ns;     /* last record end - first record start */
 	uint64_t sim_duration_ns;       /* simulated end time */
 
@@ -112,5 +117,18 @@ struct sim_result {
  * naming the file and line (bad trace) or the knob (bad conf). */
 int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size_t errlen);
 void sim_result_free(struct sim_result *res);
+
+/*
+ * Why a request failed, from the figures at that moment (users' question 2):
+ * "fragmentation" when the allocator's cache held enough free bytes but no
+ * block large enough, or when live bytes plus the request fit under the
+ * usable limit yet the reserved memory could not serve it; "capacity" when
+ * live bytes plus the request exceed LIMIT (sim_run stores "limit" instead
+ * when LIMIT is the policy's own, below the device). Memory outside the
+ * framework's allocator is told apart by `gpumemsim maxbatch`, which knows
+ * each allocation's library.
+ */
+const char *sim_oom_verdict(uint64_t request, uint64_t allocated, uint64_t limit,
+			    int64_t largest_free, int64_t cached_free);
 
 #endif /* SIM_ENGINE_H */

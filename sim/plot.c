@@ -153,7 +153,7 @@ int plot_check_where(const char *where, char *err, size_t errlen)
 enum { R_ID, R_PATH, R_CRC, R_POLICY, R_CONF, R_CAP, R_RES, R_ALLOC, R_REQ, R_DALLOC,
        R_DFREE, R_FRAG, R_OOM, R_NOOM, R_OOM_T, R_OOM_BYTES, R_OOM_LINE, R_OOM_ALLOC,
        R_OOM_RES, R_OOM_LFREE, R_OOM_CFREE, R_TDUR, R_SDUR, R_MODEL, R_BATCH, R_COMPLETE,
-       R_TOOLV, R_LABELS, R_N };
+       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_N };
 
 struct load_ctx {
 	struct plot_run *runs;
@@ -215,6 +215,8 @@ static int load_row(void *vctx, int ncols, const char *const *c)
 	r->trace_duration_ns = u64_of(c[R_TDUR]);
 	r->sim_duration_ns = u64_of(c[R_SDUR]);
 	r->complete = u64_of(c[R_COMPLETE]) != 0;
+	r->oom_limit = u64_of(c[R_OOM_LIMIT]);
+	r->oom_verdict = dup_or_empty(c[R_OOM_VERDICT], &l->failed);
 	return l->failed;
 }
 
@@ -228,6 +230,7 @@ void plot_runs_free(struct plot_run *runs, int n)
 		free(runs[i].batch);
 		free(runs[i].tool_version);
 		free(runs[i].labels_json);
+		free(runs[i].oom_verdict);
 	}
 	free(runs);
 }
@@ -249,7 +252,7 @@ int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_r
 		" r.oom_cached_free, r.trace_duration_ns, r.sim_duration_ns,"
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='model'),'') AS model_l,"
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='batch'),'') AS batch_l,"
-		" r.complete, r.tool_version, r.labels_json"
+		" r.complete, r.tool_version, r.labels_json, r.oom_limit, r.oom_verdict"
 		" FROM latest r ORDER BY model_l, CAST(batch_l AS INTEGER), batch_l, r.trace_path,"
 		" r.trace_crc32, r.policy='optimal', r.policy, r.conf<>'', r.conf, r.capacity, r.id";
 	struct load_ctx l = {0};

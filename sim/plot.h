@@ -41,6 +41,8 @@ struct plot_run {
 	int has_oom_detail;                  /* the oom_* columns below are set */
 	uint64_t oom_t_ns, oom_bytes, oom_line, oom_allocated, oom_reserved;
 	int64_t oom_largest_free, oom_cached_free; /* -1: the policy did not say */
+	uint64_t oom_limit;                  /* usable bytes at the OOM (0: unlimited) */
+	char *oom_verdict;                   /* capacity | limit | fragmentation, or "" */
 	uint64_t trace_duration_ns, sim_duration_ns;
 };
 

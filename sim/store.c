@@ -24,7 +24,7 @@
 struct store {
 	sqlite3 *db;
 	char *path;
-	sqlite3_stmt *ins_run, *ins_label, *ins_stat, *ins_tl, *ins_ev;
+	sqlite3_stmt *ins_run, *ins_label, *ins_stat, *ins_tl, *ins_ev, *upd_added;
 	sqlite3_stmt *has_key, *ins_key;  /* run_keys, prepared on first use */
 };
 
@@ -143,6 +143,49 @@ static int check_or_create(struct store *s, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Columns added to `runs` after schema 1. A database made by an older
+ * gpumemsim gets them (with their defaults) when it is opened, so readers
+ * can rely on them; merge copies them from inputs that have them.
+ */
+static const struct { const char *name, *decl; } added_run_columns[] = {
+	{"step_time_ns", "INTEGER NOT NULL DEFAULT 0"},
+	{"step_count", "INTEGER NOT NULL DEFAULT 0"},
+	{"oom_limit", "INTEGER"},
+	{"oom_verdict", "TEXT"},
+};
+#define N_ADDED_RUN_COLUMNS (sizeof added_run_columns / sizeof added_run_columns[0])
+
+/* 1 if SCHEMA.runs has column NAME, 0 if not, -1 on error. */
+static int has_run_column(struct store *s, const char *schema, const char *name, char *err,
+			  size_t errlen)
+{
+	char sql[256];
+	int64_t n = 0;
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('runs', '%s') WHERE name='%s'",
+		 schema, name);
+	if (query_int(s, sql, &n, err, errlen) < 0)
+		return -1;
+	return n > 0;
+}
+
+static int add_missing_columns(struct store *s, const char *schema, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < N_ADDED_RUN_COLUMNS; i++) {
+		int has = has_run_column(s, schema, added_run_columns[i].name, err, errlen);
+		if (has < 0)
+			return -1;
+		if (!has) {
+			char sql[256];
+			snprintf(sql, sizeof sql, "ALTER TABLE %s.runs ADD COLUMN %s %s", schema,
+				 added_run_columns[i].name, added_run_columns[i].decl);
+			if (exec(s, sql, err, errlen) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *err, size_t errlen)
 {
 	if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
@@ -189,16 +232,8 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 	if (exec(s, "PRAGMA foreign_keys=ON", err, errlen) < 0)
 		goto fail;
 	int cc = check_or_create(s, e2, sizeof e2);
-	if (cc >= 0) {
-		/* columns added since schema 1: old databases get them here */
-		int64_t has = 0;
-		if (query_int(s, "SELECT count(*) FROM pragma_table_info('runs') WHERE name='step_time_ns'",
-			      &has, e2, sizeof e2) < 0 ||
-		    (!has && exec(s, "ALTER TABLE runs ADD COLUMN step_time_ns INTEGER NOT NULL DEFAULT 0;"
-				  "ALTER TABLE runs ADD COLUMN step_count INTEGER NOT NULL DEFAULT 0",
-				  e2, sizeof e2) < 0))
-			cc = -1;
-	}
+	if (cc >= 0 && add_missing_columns(s, "main", e2, sizeof e2) < 0)
+		cc = -1;
 	if (cc < 0) {
 		if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_READONLY ||
 		    (sqlite3_errcode(s->db) & 0xff) == SQLITE_CANTOPEN)
@@ -216,6 +251,8 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 		    " sim_duration_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		    &s->ins_run, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_labels VALUES(?,?,?)", &s->ins_label, err, errlen) < 0 ||
+	    prepare(s, "UPDATE runs SET step_time_ns=?, step_count=?, oom_limit=?, oom_verdict=?"
+		    " WHERE id=?", &s->upd_added, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_stats VALUES(?,?,?)", &s->ins_stat, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO timeline VALUES(?,?,?,?)", &s->ins_tl, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO events VALUES(?,?,?,?,?,?)", &s->ins_ev, err, errlen) < 0)
@@ -355,14 +392,20 @@ static int save_tx(struct store *s, const struct sim_result *r, const char *tool
 	if (insert_run(s, r, tool_version, lj) < 0)
 		goto sqlerr;
 	int64_t id = sqlite3_last_insert_rowid(s->db);
-	{
-		/* timing columns (added after schema 1 by ALTER TABLE on open) */
-		char sql[160];
-		snprintf(sql, sizeof sql, "UPDATE runs SET step_time_ns=%" PRIu64 ", step_count=%"
-			 PRIu64 " WHERE id=%" PRId64, r->step_time_ns, r->step_count, id);
-		if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-			goto sqlerr;
-	}
+	/* columns added after schema 1 (see added_run_columns) */
+	sqlite3_bind_int64(s->upd_added, 1, (sqlite3_int64)r->step_time_ns);
+	sqlite3_bind_int64(s->upd_added, 2, (sqlite3_int64)r->step_count);
+	if (r->oom && r->oom_limit)
+		sqlite3_bind_int64(s->upd_added, 3, (sqlite3_int64)r->oom_limit);
+	else
+		sqlite3_bind_null(s->upd_added, 3);
+	if (r->oom)
+		sqlite3_bind_text(s->upd_added, 4, r->oom_verdict, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s->upd_added, 4);
+	sqlite3_bind_int64(s->upd_added, 5, id);
+	if (step_done(s->upd_added) < 0)
+		goto sqlerr;
 	if (key) {
 		sqlite3_bind_int64(s->ins_key, 1, id);
 		sqlite3_bind_text(s->ins_key, 2, key, -1, SQLITE_STATIC);
@@ -459,6 +502,7 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	sqlite3_finalize(s->ins_run);
+	sqlite3_finalize(s->upd_added);
 	sqlite3_finalize(s->ins_label);
 	sqlite3_finalize(s->ins_stat);
 	sqlite3_finalize(s->ins_tl);
@@ -583,10 +627,21 @@ fail:
 /* Copy input SRC's planned runs (ids already chosen) in one transaction. */
 static int copy_input(struct store *s, size_t src, char *err, size_t errlen)
 {
-	char sql[2048];
+	char sql[4096], cols[1024] = MERGE_RUN_COLS;
+	/* the columns added after schema 1 that this input has (older inputs
+	 * leave them at their defaults) */
+	for (size_t i = 0; i < N_ADDED_RUN_COLUMNS; i++) {
+		int has = has_run_column(s, "gsrc", added_run_columns[i].name, err, errlen);
+		if (has < 0)
+			return -1;
+		if (has) {
+			size_t n = strlen(cols);
+			snprintf(cols + n, sizeof cols - n, ", %s", added_run_columns[i].name);
+		}
+	}
 	snprintf(sql, sizeof sql,
 		 "BEGIN IMMEDIATE;"
-		 "INSERT INTO main.runs(id, " MERGE_RUN_COLS ") SELECT p.new_id, " MERGE_RUN_COLS
+		 "INSERT INTO main.runs(id, %s) SELECT p.new_id, %s"
 		 " FROM gsrc.runs r JOIN temp.merge_plan p ON p.src=%zu AND p.old_id=r.id"
 		 " ORDER BY p.new_id;"
 		 "INSERT INTO main.run_labels SELECT p.new_id, l.key, l.value FROM gsrc.run_labels l"
@@ -601,7 +656,7 @@ static int copy_input(struct store *s, size_t src, char *err, size_t errlen)
 		 " ORDER BY p.new_id, x.rowid;"
 		 "INSERT INTO main.run_keys SELECT p.new_id, p.key, coalesce(p.addresses,'')"
 		 " FROM temp.merge_plan p WHERE p.src=%zu AND p.key IS NOT NULL ORDER BY p.new_id;"
-		 "COMMIT;", src, src, src, src, src, src);
+		 "COMMIT;", cols, cols, src, src, src, src, src, src);
 	if (exec(s, sql, err, errlen) < 0) {
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;

@@ -370,6 +370,8 @@ Test(engine, oom_at_capacity_is_a_result)
 	cr_assert_eq(r.allocs, 2);
 	cr_assert_eq(r.frees, 1);
 	cr_assert_eq(r.peak_allocated, 250);
+	cr_assert_eq(r.oom_limit, 250);                 /* no policy limit: the device */
+	cr_assert_str_eq(r.oom_verdict, "capacity");    /* 100 live + 200 > 250 */
 	sim_result_free(&r);
 
 	/* --capacity overrides the header; the policy's stats are captured */
@@ -586,4 +588,19 @@ Test(engine, deterministic)
 	sim_result_free(&a);
 	sim_result_free(&b);
 	unlink(t.path);
+}
+
+/* The verdict rules, one branch each (users' question 2). */
+Test(engine, oom_verdict_rules)
+{
+	/* enough cached free bytes, no block large enough */
+	cr_assert_str_eq(sim_oom_verdict(100, 10, 1000, 50, 300), "fragmentation");
+	/* live + request beyond the limit */
+	cr_assert_str_eq(sim_oom_verdict(600, 500, 1000, 50, 60), "capacity");
+	/* fits under the limit, but the reserved memory could not serve it */
+	cr_assert_str_eq(sim_oom_verdict(100, 500, 1000, 50, 60), "fragmentation");
+	/* the policy did not report its cache: judged on live bytes alone */
+	cr_assert_str_eq(sim_oom_verdict(600, 500, 1000, -1, -1), "capacity");
+	/* unlimited device: never capacity */
+	cr_assert_str_eq(sim_oom_verdict(600, 500, 0, -1, -1), "fragmentation");
 }
