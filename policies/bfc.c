@@ -445,6 +445,7 @@ static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "pool_bytes", (int64_t)s->total_region_bytes);
 	emit(ctx, "peak_pool_bytes", (int64_t)s->peak_pool_bytes);
 	emit(ctx, "bytes_limit", (int64_t)s->memory_limit);
+	emit(ctx, "limit_bytes", (int64_t)s->memory_limit);
 	emit(ctx, "num_regions", (int64_t)s->nregions);
 	emit(ctx, "num_extends", (int64_t)s->num_extends);
 	emit(ctx, "largest_alloc_size", (int64_t)s->largest_alloc_size);

@@ -31,11 +31,19 @@
  * list; a free mapped block sits in its pool's `blocks` set, an unmapped one
  * in `unmapped`, an allocated one in the `active` address map.
  *
- * Data structures: the ordered sets are non-recursive treaps linked to
- * the parent (priorities from a fixed xorshift sequence, so runs are
- * reproducible) threaded through the blocks themselves; blocks come from a
- * free list. A block leaves its set by handle; every pool operation is
- * O(log n) expected.
+ * Data structures: a pool's free blocks are indexed per stream (a sorted
+ * array of streams), then per size class (exact 512 B classes below 2 MiB,
+ * 64 log-spaced classes per power of two above), each class a treap by
+ * (size, addr); a two-level bitmap of non-empty classes finds the next
+ * class in a few word scans. Walking classes in order gives exactly the
+ * (stream, size, addr) order of PyTorch's set, so best fit, the oversize
+ * releases and the garbage-collection walk see the blocks in the same
+ * order as before; best fit costs O(1) word scans plus a descent of a
+ * class treap, which rarely holds more than a few blocks. Unmapped blocks
+ * sit in one treap per pool by (stream, addr). The treaps are
+ * non-recursive, linked to the parent (priorities from a fixed xorshift
+ * sequence, so runs are reproducible), threaded through the blocks
+ * themselves; blocks come from a free list and leave a set by handle.
  *
  * Not modelled: cross-stream frees (record_stream events; the traces carry
  * none yet), CUDA graph private pools, the free-memory callbacks.
@@ -436,12 +444,9 @@ static uint32_t sidx_class_before(const struct pt_sidx *x, uint32_t c)
 	return w << 6 | (uint32_t)(63 - __builtin_clzll(x->bits[w]));
 }
 
-/* The index of STREAM in pool P, or NULL; with CREATE, a new empty one
- * (NULL only when out of memory). */
-static struct pt_sidx *sidx_get(struct pt_pool *p, uint32_t stream, int create)
+/* sidx_get past its cache: binary search, then maybe a new index. */
+static struct pt_sidx *sidx_lookup(struct pt_pool *p, uint32_t stream, int create)
 {
-	if (p->last && p->last->stream == stream)
-		return p->last;
 	size_t lo = 0, hi = p->nsx;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -470,6 +475,15 @@ static struct pt_sidx *sidx_get(struct pt_pool *p, uint32_t stream, int create)
 	p->sx[lo] = x;
 	p->nsx++;
 	return p->last = x;
+}
+
+/* The index of STREAM in pool P, or NULL; with CREATE, a new empty one
+ * (NULL only when out of memory). Most requests repeat the last stream. */
+static inline struct pt_sidx *sidx_get(struct pt_pool *p, uint32_t stream, int create)
+{
+	if (p->last && p->last->stream == stream)
+		return p->last;
+	return sidx_lookup(p, stream, create);
 }
 
 /* The first block of X's stream with (size, addr) >= (SIZE, 0), or NULL. */

@@ -35,8 +35,10 @@ Test(report, html_and_markdown, .init = setup, .fini = teardown)
 	cr_assert_not_null(strstr(m, "| m | pytorch (default) | 1.00 GiB | 16 | 256.00 MiB | 768.00 MiB (75.0%) | none stored |"), "%s", m);
 	cr_assert_not_null(strstr(m, "| m | pytorch (default) | 200.00 MiB | none | - | - | 16 |"), "%s", m);
 	/* the OOM verdict: 128 MiB live + 128 MiB request > 200 MiB */
-	cr_assert_not_null(strstr(m, "capacity (live bytes + request = 128.0% of the device)"), "%s", m);
-	cr_assert_not_null(strstr(h, "capacity (live bytes + request = 128.0% of the device)"));
+	cr_assert_not_null(strstr(m, "capacity: 128.00 MiB live + 128.00 MiB requested > "
+				     "200.00 MiB usable (the device)"), "%s", m);
+	cr_assert_not_null(strstr(h, "capacity: 128.00 MiB live + 128.00 MiB requested &gt; "
+				     "200.00 MiB usable (the device)"));
 	/* run metadata: the labels and the trace identity */
 	cr_assert_not_null(strstr(h, "{&quot;model&quot;:&quot;m&quot;,&quot;batch&quot;:&quot;16&quot;}"));
 	cr_assert_not_null(strstr(m, "gpumemsim report"));

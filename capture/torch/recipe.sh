@@ -5,7 +5,9 @@
 #   capture/torch/recipe.sh MODEL BATCH OUTDIR
 #
 # Writes into OUTDIR:
-#   torch-MODEL-bBATCH.trace.gz       CUPTI capture, PYTORCH_NO_CUDA_MEMORY_CACHING=1
+#   torch-MODEL-bBATCH.trace.gz       CUPTI capture, PYTORCH_NO_CUDA_MEMORY_CACHING=1,
+#                                     then given the truth run's empty_cache() calls
+#                                     (gpumemsim import torch-markers; docs/markers.md)
 #   torch-MODEL-bBATCH.capture.json   step times of that run
 #   MODEL-bBATCH-CONF.trace.gz/.json  allocator trace + memory_stats (caching on),
 #                                     the layout of shared/data/torch-allocator-truth
@@ -49,4 +51,29 @@ if [ "${SKIP_TRUTH:-0}" != 1 ]; then
 	echo "recipe: truth (caching allocator${PYTORCH_CUDA_ALLOC_CONF:+, $PYTORCH_CUDA_ALLOC_CONF}) -> $outdir" >&2
 	env -u PYTORCH_NO_CUDA_MEMORY_CACHING "$py" "$here/train_torch.py" --mode truth \
 		"${common[@]}" --fraction "$fraction" --outdir "$outdir" --capture-json "$capjson"
+fi
+
+# The capture cannot see the emptyCache() PyTorch calls after each cuDNN
+# benchmark search (a C++ call, no CUDA API); the truth run records them.
+# Copy them into the capture so a `pytorch` replay releases the search
+# workspaces as the real allocator did (docs/markers.md).
+if [ "${SKIP_MARKERS:-0}" != 1 ]; then
+	conf=${PYTORCH_CUDA_ALLOC_CONF:-}
+	name=default
+	[ -n "$conf" ] && name=$(printf '%s' "$conf" | tr ':,' '_-')
+	if awk -v f="$fraction" 'BEGIN { exit !(f < 1.0) }'; then
+		name="$name-frac$(printf '%g' "$fraction")"
+	fi
+	cap=$outdir/torch-$model-b$batch.trace.gz
+	truth=$outdir/$model-b$batch-$name.trace.gz
+	if [ ! -f "$cap" ] || [ ! -f "$truth" ]; then
+		echo "recipe: markers skipped: need both $cap and $truth" >&2
+	elif [ "$("$bin" trace cat "$cap" | grep -c '^L empty_cache_markers=' || true)" != 0 ]; then
+		echo "recipe: markers: $cap already has them" >&2
+	else
+		echo "recipe: markers: $truth -> $cap" >&2
+		tmp=$outdir/.torch-$model-b$batch.markers.$$.gz
+		"$bin" import torch-markers --truth "$truth" "$cap" -o "$tmp"
+		mv -f "$tmp" "$cap"
+	fi
 fi
