@@ -28,8 +28,8 @@
  *
  * Invariants: every byte of a segment (or mapped range) belongs to exactly
  * one block; blocks of a segment form an address-ordered doubly linked
- * list; a free mapped block sits in its pool's `blocks` set, an unmapped one
- * in `unmapped`, an allocated one in the `active` address map.
+ * list; a free mapped block sits in its pool's free-block index, an
+ * unmapped one in `unmapped`, an allocated one in the `active` address map.
  *
  * Data structures: a pool's free blocks are indexed per stream (a sorted
  * array of streams), then per size class (exact 512 B classes below 2 MiB,
@@ -1197,6 +1197,8 @@ static void pt_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "num_alloc_retries", (int64_t)s->num_alloc_retries);
 	emit(ctx, "num_ooms", (int64_t)s->num_ooms);
 	emit(ctx, "largest_free_block", (int64_t)largest);
+	if (s->set_fraction) /* the engine judges OOMs against this, not the device */
+		emit(ctx, "limit_bytes", (int64_t)s->allowed);
 	emit(ctx, "cached_free_bytes", (int64_t)cached);
 }
 

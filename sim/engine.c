@@ -54,7 +54,9 @@
 struct live_ent {
 	uint64_t addr;
 	uint64_t paddr, block, req, line;
+	uint64_t rend;         /* trace end of its innermost NVTX range, or UINT64_MAX */
 	uint32_t stream;
+	uint32_t ctx;          /* nv_ctx index of that range | CTX_LIB */
 };
 
 #define LIVE_EMPTY UINT64_MAX
@@ -80,7 +82,10 @@ struct erec {
 		struct trace_segment segment;
 		struct { uint32_t stream; uint64_t corr; } kern;  /* TREC_KERNEL */
 		struct { uint32_t kind; uint64_t corr; } api;     /* TREC_API: enum cost_api */
-		const char *rname;     /* TREC_RANGE: its name (the reader's string) */
+		struct {               /* TREC_RANGE: its name (the reader's string) */
+			const char *rname;
+			uint32_t rdepth;
+		};
 	} u;
 };
 
@@ -97,6 +102,30 @@ struct open_range {
 	uint64_t end;                 /* trace time */
 	const char *name;
 	int step;                     /* a "step" range that opened a step */
+};
+
+/*
+ * Live-at-peak context. Each allocation remembers, in the padding of its
+ * live entry, the innermost NVTX range open at its allocation as an
+ * interned (name, phase) pair, and that range's end: enough to classify it
+ * later without keeping any per-range history.
+ */
+enum nv_phase { PH_NONE = 0, PH_FWD, PH_BWD, PH_OPT, PH_BUILD };
+#define PH_PRESTEP 8u          /* no step had begun yet */
+#define CTX_LIB 0x80000000u   /* allocated by libcudnn / libcublas */
+#define ENG_F_LIB 0x80000000u /* erec mem.flags: the source is such a library */
+#define MAX_NV_OPEN 64
+struct nv_ctx { const char *name; unsigned phase; };
+struct nv_open {
+	uint64_t end, t;              /* trace end; simulated start */
+	uint32_t ctx, depth;
+};
+/* An allocation live at the current peak that has been freed since. */
+struct pk_gone {
+	uint64_t block, line, free_t;  /* free_t: trace time of the free */
+	uint32_t ctx;
+	unsigned free_phase;
+	int within;                   /* freed before its innermost range ended */
 };
 
 #define STREAM_LUT 64          /* stream ids below this skip the map */
@@ -160,6 +189,25 @@ struct engine {
 	int step_open;
 	uint64_t step_begin;
 	size_t steps_cap;
+
+	/* NVTX context for live-at-peak and the stored ranges */
+	struct nv_open nvo[MAX_NV_OPEN];
+	int nnvo;
+	uint64_t nvo_min;             /* earliest end among nvo */
+	uint32_t cur_ctx;             /* the innermost open range's ctx (0: none) */
+	uint64_t cur_end;
+	int seen_step;
+	uint64_t last_step_end;       /* trace end of the latest "step" range (0: none) */
+	struct nv_ctx *ctxs;          /* ctx 0 is "no range" */
+	uint32_t nctx, cap_ctx;
+	struct u64map ctx_idx;        /* name pointer | phase << 56 -> ctx */
+	size_t ranges_cap;
+	/* live at the peak: entries of the live table allocated at or before
+	 * pk_line were live at the peak; those freed since are in pk */
+	uint64_t last_alloc_line, pk_line;
+	struct pk_gone *pk;
+	size_t npk, cap_pk;
+	int pk_lost;                  /* out of memory: the set is incomplete */
 };
 
 
@@ -268,6 +316,8 @@ static void note_level(struct engine *e, uint64_t t, uint64_t line)
 		e->peak_res_seen = res;
 		e->peak_res_t = t - e->t0;
 		e->peak_res_line = line;
+		e->pk_line = e->last_alloc_line;
+		e->npk = 0;
 	}
 	tl_sample(e, t, res);
 }
@@ -600,6 +650,370 @@ static void on_range(struct engine *e, const struct erec *rec, uint64_t now)
 	}
 }
 
+/* ------------------------------------------------- NVTX context */
+
+/* The phase a range name announces; PH_NONE inherits the parent's. */
+static unsigned phase_of(const char *n)
+{
+	size_t len = n ? strlen(n) : 0;
+	const char *tail = len >= 4 ? n + len - 4 : "";
+	if (!n)
+		return PH_NONE;
+	if (strcasestr(n, "backward") || !strcmp(tail, ".bwd") || !strcmp(tail, "_bwd"))
+		return PH_BWD;
+	if (strcasestr(n, "forward") || !strcmp(tail, ".fwd") || !strcmp(tail, "_fwd"))
+		return PH_FWD;
+	if (strcasestr(n, "optim"))
+		return PH_OPT;
+	if (!strncasecmp(n, "build", 5) || !strncasecmp(n, "init", 4) || !strncasecmp(n, "setup", 5))
+		return PH_BUILD;
+	return PH_NONE;
+}
+
+/* The ctx index of (NAME, PHASE); 0 (no range) when out of memory. */
+static uint32_t ctx_intern(struct engine *e, const char *name, unsigned phase)
+{
+	uint64_t key = (uint64_t)(uintptr_t)name | (uint64_t)phase << 56, v;
+	if (u64map_get(&e->ctx_idx, key, &v))
+		return (uint32_t)v;
+	if (e->nctx == e->cap_ctx) {
+		uint32_t ncap = e->cap_ctx ? e->cap_ctx * 2 : 64;
+		struct nv_ctx *n = realloc(e->ctxs, ncap * sizeof *n);
+		if (!n)
+			return 0;
+		e->ctxs = n;
+		e->cap_ctx = ncap;
+	}
+	if (e->nctx >= CTX_LIB - 1 || u64map_put(&e->ctx_idx, key, e->nctx) < 0)
+		return 0;
+	e->ctxs[e->nctx].name = name;
+	e->ctxs[e->nctx].phase = phase;
+	return e->nctx++;
+}
+
+/* The context new allocations get: the innermost open range, else none. */
+static void nv_refresh(struct engine *e)
+{
+	if (e->nnvo) {
+		e->cur_ctx = e->nvo[e->nnvo - 1].ctx;
+		e->cur_end = e->nvo[e->nnvo - 1].end;
+	} else {
+		e->cur_ctx = ctx_intern(e, NULL, e->seen_step ? PH_NONE : PH_PRESTEP);
+		e->cur_end = UINT64_MAX;
+	}
+}
+
+static int range_cmp_name(const void *a, const void *b)
+{
+	const struct sim_range *x = a, *y = b;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int range_cmp_time(const void *a, const void *b)
+{
+	const struct sim_range *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* Merge ranges of the same name and depth less than GAP ns apart (a
+ * timeline bucket cannot tell them apart), then put them in time order. */
+static void ranges_merge(struct sim_result *r, uint64_t gap)
+{
+	size_t k = 0;
+	if (!r->nranges)
+		return;
+	qsort(r->ranges, r->nranges, sizeof *r->ranges, range_cmp_name);
+	for (size_t i = 1; i < r->nranges; i++) {
+		struct sim_range *o = &r->ranges[k], *x = &r->ranges[i];
+		if (x->depth == o->depth && !strcmp(x->name, o->name) &&
+		    (x->t <= o->end || x->t - o->end < gap)) {
+			if (x->end > o->end)
+				o->end = x->end;
+			continue;
+		}
+		r->ranges[++k] = *x;
+	}
+	r->nranges = k + 1;
+	qsort(r->ranges, r->nranges, sizeof *r->ranges, range_cmp_time);
+}
+
+/* Keep one closed top-level range; when the table is full, merge with a
+ * gap of one timeline bucket, doubling until half of it is free. */
+static void range_keep(struct engine *e, const char *name, uint32_t depth, uint64_t t,
+		       uint64_t end)
+{
+	struct sim_result *r = e->res;
+	if (r->nranges == e->ranges_cap) {
+		if (e->ranges_cap < SIM_MAX_RANGES) {
+			size_t ncap = e->ranges_cap ? e->ranges_cap * 2 : 64;
+			struct sim_range *n = realloc(r->ranges, ncap * sizeof *n);
+			if (!n)
+				return;
+			r->ranges = n;
+			e->ranges_cap = ncap;
+		} else {
+			uint64_t gap = 1ull << e->tl_shift;
+			for (int i = 0; i < 64 && r->nranges > SIM_MAX_RANGES / 2; i++, gap *= 2)
+				ranges_merge(r, gap);
+			if (r->nranges == SIM_MAX_RANGES)
+				return; /* distinct names fill it: later ones are not kept */
+		}
+	}
+	struct sim_range *x = &r->ranges[r->nranges++];
+	x->t = t;
+	x->end = end;
+	x->depth = depth;
+	snprintf(x->name, sizeof x->name, "%s", name ? name : "");
+}
+
+/* A range opens: it becomes the context of allocations until it ends. */
+static void nv_push(struct engine *e, const struct erec *rec, uint64_t now)
+{
+	const char *name = rec->u.rname;
+	if (!name || rec->end < rec->start)
+		return;
+	if (is_step_name(name))
+		e->seen_step = 1;
+	unsigned ph = phase_of(name);
+	if (ph == PH_NONE && e->nnvo)
+		ph = e->ctxs[e->nvo[e->nnvo - 1].ctx].phase & 7u;
+	if (!e->seen_step)
+		ph |= PH_PRESTEP;
+	if (e->nnvo == MAX_NV_OPEN)
+		return; /* deeper nesting keeps its parent's context */
+	struct nv_open *o = &e->nvo[e->nnvo++];
+	o->end = rec->end;
+	o->t = now - e->t0;
+	o->ctx = ctx_intern(e, name, ph);
+	o->depth = rec->u.rdepth;
+	if (e->nnvo == 1 || rec->end < e->nvo_min)
+		e->nvo_min = rec->end;
+	nv_refresh(e);
+}
+
+/* Close the ranges whose trace end is at or before UNTIL (the host is at
+ * simulated NOW), keeping the top-level ones in the result. */
+static void nv_pop(struct engine *e, uint64_t until, uint64_t now)
+{
+	int k = 0;
+	e->nvo_min = UINT64_MAX;
+	for (int i = 0; i < e->nnvo; i++) {
+		struct nv_open o = e->nvo[i];
+		if (o.end > until) {
+			e->nvo[k++] = o;
+			if (o.end < e->nvo_min)
+				e->nvo_min = o.end;
+			continue;
+		}
+		if (is_step_name(e->ctxs[o.ctx].name) && o.end > e->last_step_end)
+			e->last_step_end = o.end;
+		if (o.depth <= 1) {
+			uint64_t end = o.end + e->delay - e->t0, lim = now - e->t0;
+			if ((int64_t)(end - o.t) < 0)
+				end = o.t;
+			if ((int64_t)(end - lim) > 0)
+				end = lim > o.t ? lim : o.t;
+			range_keep(e, e->ctxs[o.ctx].name, o.depth, o.t, end);
+		}
+	}
+	e->nnvo = k;
+	nv_refresh(e);
+}
+
+/* An allocation live at the current peak is freed: remember it. */
+static void pk_note_free(struct engine *e, const struct live_ent *le, uint64_t t)
+{
+	if (e->npk == e->cap_pk) {
+		size_t ncap = e->cap_pk ? e->cap_pk * 2 : 256;
+		struct pk_gone *n = realloc(e->pk, ncap * sizeof *n);
+		if (!n) {
+			e->pk_lost = 1;
+			return;
+		}
+		e->pk = n;
+		e->cap_pk = ncap;
+	}
+	struct pk_gone *g = &e->pk[e->npk++];
+	g->block = le->block;
+	g->line = le->line;
+	g->ctx = le->ctx;
+	g->within = le->rend != UINT64_MAX && t < le->rend;
+	g->free_t = t;
+	g->free_phase = e->ctxs ? e->ctxs[e->cur_ctx].phase & 7u : PH_NONE;
+}
+
+/* ------------------------------------------------ live at the peak */
+
+const char *sim_live_kind_name(enum sim_live_kind k)
+{
+	switch (k) {
+	case SIM_LK_WEIGHTS: return "weights";
+	case SIM_LK_OPTIMIZER: return "optimizer_state";
+	case SIM_LK_ACTIVATIONS: return "activations";
+	case SIM_LK_GRADIENTS: return "gradients";
+	case SIM_LK_WORKSPACE: return "workspace";
+	case SIM_LK_LIBRARY: return "library_workspace";
+	case SIM_LK_OTHER: return "other";
+	case SIM_LK_COUNT: break;
+	}
+	return "unknown";
+}
+
+/* The heuristics of docs/schema.md (peak_live), first match wins. */
+static enum sim_live_kind pk_classify(const struct engine *e, uint32_t ctx, int freed,
+				      int within, unsigned free_phase)
+{
+	const struct nv_ctx *c = &e->ctxs[ctx & ~CTX_LIB];
+	unsigned ph = c->phase & 7u;
+	if (freed && within && c->name)
+		return SIM_LK_WORKSPACE;
+	if (!freed && (ctx & CTX_LIB))
+		return SIM_LK_LIBRARY;
+	if (ph == PH_OPT)
+		return SIM_LK_OPTIMIZER;
+	if (ph == PH_BWD)
+		return SIM_LK_GRADIENTS;
+	if (ph == PH_FWD)
+		return !freed || free_phase != PH_FWD ? SIM_LK_ACTIVATIONS : SIM_LK_OTHER;
+	if (!freed && (ph == PH_BUILD || (c->phase & PH_PRESTEP)))
+		return SIM_LK_WEIGHTS;
+	return SIM_LK_OTHER;
+}
+
+struct pk_item { uint64_t bytes, line; uint32_t ctx; enum sim_live_kind kind; };
+
+static int pk_item_cmp(const void *a, const void *b)
+{
+	const struct pk_item *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+struct pk_layer { const char *name; uint64_t total; uint64_t bytes[SIM_LK_COUNT], n[SIM_LK_COUNT]; };
+
+static int pk_layer_cmp(const void *a, const void *b)
+{
+	const struct pk_layer *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name ? x->name : "", y->name ? y->name : "");
+}
+
+static void pk_row(struct sim_result *r, uint32_t rank, enum sim_live_kind kind, uint64_t bytes,
+		   uint64_t count, uint64_t line, const char *layer)
+{
+	struct sim_live *l = &r->peak_live[r->npeak_live++];
+	l->rank = rank;
+	l->kind = kind;
+	l->bytes = bytes;
+	l->count = count;
+	l->line = line;
+	snprintf(l->layer, sizeof l->layer, "%s", layer && layer[0] ? layer : "(no range)");
+}
+
+/* Rebuild the set live at the peak: entries still live that were
+ * allocated by then, plus those freed since; the largest and the totals
+ * per (layer, kind) go into the result. Out of memory leaves it empty. */
+static void pk_finish(struct engine *e)
+{
+	struct sim_result *r = e->res;
+	struct pk_item *it = NULL;
+	struct pk_layer *ly = NULL;
+	uint32_t *ctx_layer = NULL;
+	struct u64map lmap;
+	size_t n = 0, cap = e->npk, nly = 0;
+	u64map_init(&lmap);
+	if (!e->peak_res_seen || e->pk_lost || !e->nctx)
+		goto out;
+	for (size_t i = 0; e->live.slot && i <= e->live.mask; i++)
+		if (e->live.slot[i].addr != LIVE_EMPTY && e->live.slot[i].line <= e->pk_line)
+			cap++;
+	it = malloc((cap ? cap : 1) * sizeof *it);
+	ctx_layer = malloc(e->nctx * sizeof *ctx_layer);
+	ly = calloc(e->nctx, sizeof *ly);
+	if (!it || !ctx_layer || !ly)
+		goto out;
+	for (size_t i = 0; e->live.slot && i <= e->live.mask; i++) {
+		const struct live_ent *le = &e->live.slot[i];
+		if (le->addr == LIVE_EMPTY || le->line > e->pk_line)
+			continue;
+		it[n++] = (struct pk_item){le->block, le->line, le->ctx,
+					   pk_classify(e, le->ctx, 0, 0, PH_NONE)};
+	}
+	for (size_t i = 0; i < e->npk; i++) {
+		const struct pk_gone *g = &e->pk[i];
+		/* freed after the last step ended: program teardown, as good
+		 * as never freed */
+		int freed = !e->last_step_end || g->free_t < e->last_step_end;
+		it[n++] = (struct pk_item){g->block, g->line, g->ctx,
+					   pk_classify(e, g->ctx, freed, g->within, g->free_phase)};
+	}
+	qsort(it, n, sizeof *it, pk_item_cmp);
+	/* one layer per range name */
+	for (uint32_t c = 0; c < e->nctx; c++) {
+		uint64_t key = (uint64_t)(uintptr_t)e->ctxs[c].name, v;
+		if (!u64map_get(&lmap, key, &v)) {
+			v = nly;
+			ly[nly++].name = e->ctxs[c].name;
+			if (u64map_put(&lmap, key, v) < 0)
+				goto out;
+		}
+		ctx_layer[c] = (uint32_t)v;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct pk_layer *l = &ly[ctx_layer[it[i].ctx & ~CTX_LIB]];
+		l->total += it[i].bytes;
+		l->bytes[it[i].kind] += it[i].bytes;
+		l->n[it[i].kind]++;
+	}
+	qsort(ly, nly, sizeof *ly, pk_layer_cmp);
+	while (nly && !ly[nly - 1].total)
+		nly--;
+	/* layers past the kept ones fold into one */
+	if (nly > SIM_PEAK_LAYERS) {
+		struct pk_layer *o = &ly[SIM_PEAK_LAYERS];
+		for (size_t j = SIM_PEAK_LAYERS + 1; j < nly; j++)
+			for (int k = 0; k < SIM_LK_COUNT; k++) {
+				o->bytes[k] += ly[j].bytes[k];
+				o->n[k] += ly[j].n[k];
+			}
+		o->name = "(other layers)";
+		nly = SIM_PEAK_LAYERS + 1;
+	}
+	size_t top = n < SIM_PEAK_TOP ? n : SIM_PEAK_TOP;
+	r->peak_live = calloc(top + nly * SIM_LK_COUNT + 1, sizeof *r->peak_live);
+	if (!r->peak_live)
+		goto out;
+	for (size_t i = 0; i < top; i++)
+		pk_row(r, (uint32_t)(i + 1), it[i].kind, it[i].bytes, 1, it[i].line,
+		       e->ctxs[it[i].ctx & ~CTX_LIB].name);
+	for (size_t j = 0; j < nly; j++)
+		for (int k = 0; k < SIM_LK_COUNT; k++)
+			if (ly[j].n[k])
+				pk_row(r, 0, (enum sim_live_kind)k, ly[j].bytes[k], ly[j].n[k], 0,
+				       ly[j].name);
+out:
+	u64map_free(&lmap);
+	free(it);
+	free(ly);
+	free(ctx_layer);
+}
+
 /* --------------------------------------------------------- memory path */
 
 static void on_oom(struct engine *e, const struct erec *rec, uint64_t now, uint32_t stream)
@@ -691,6 +1105,9 @@ static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
 	le->req = m->bytes;
 	le->line = rec->line;
 	le->stream = stream;
+	le->ctx = e->cur_ctx | (m->flags & ENG_F_LIB);
+	le->rend = e->cur_end;
+	e->last_alloc_line = rec->line;
 	e->allocated += ar.block_bytes;
 	e->requested += m->bytes;
 	e->res->allocs++;
@@ -710,6 +1127,8 @@ static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
 		/* a stream-ordered free names its stream; otherwise the block's */
 		uint32_t stream = m->stream == TRACE_NO_STREAM ? le->stream : m->stream;
 		uint64_t paddr = le->paddr, block = le->block;
+		if (le->line <= e->pk_line)
+			pk_note_free(e, le, rec->start);
 		e->allocated -= block;
 		e->requested -= le->req;
 		live_remove(&e->live, le);
@@ -867,6 +1286,10 @@ static void on_control(struct engine *e, const struct erec *rec, uint64_t now)
 			e->res->nsteps = 0;
 		}
 		step_start(e, now);
+		if (!e->seen_step) {
+			e->seen_step = 1;
+			nv_refresh(e);
+		}
 		if (e->pol->control) {
 			device_set_time(e->dev, now);
 			e->pol->control(e->st, POLICY_CTL_STEP, c->bytes);
@@ -909,6 +1332,8 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 		now = e->floor;
 	if (e->nrng && rec->start >= e->rng_min)
 		ranges_end(e, rec->start, now);
+	if (e->nnvo && rec->start >= e->nvo_min)
+		nv_pop(e, rec->start, now);
 	if (rec->end > e->trace_end)
 		e->trace_end = rec->end;
 	if (rec->start > e->trace_end)
@@ -940,6 +1365,7 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 				     rec->u.segment.bytes);
 		return 0;
 	case TREC_RANGE:
+		nv_push(e, rec, now);
 		if (rec->u.rname && (e->nvtx || is_step_name(rec->u.rname)))
 			on_range(e, rec, now);
 		if (e->cost)
@@ -1028,6 +1454,10 @@ static int finish(struct engine *e, char *err, size_t errlen)
 	uint64_t sim_end = e->host_end > e->gpu_end ? e->host_end : e->gpu_end;
 	if (e->nrng)
 		ranges_end(e, UINT64_MAX, sim_end);
+	if (e->nnvo)
+		nv_pop(e, UINT64_MAX, sim_end);
+	ranges_merge(r, 1ull << e->tl_shift);
+	pk_finish(e);
 	step_close(e, sim_end);
 	r->step_count = r->nsteps;
 	if (r->nsteps) {
@@ -1172,10 +1602,25 @@ struct rec_pipe {
 	struct rec_batch b[PIPE_NBATCH];
 	unsigned head, tail, count;
 	int stop, started;
+	uint8_t libc[1024];     /* reader thread's: string id -> 2 library source, 1 not */
 };
 
 /* Keep what the replay reads of REC. */
-static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader *rd)
+static int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, size_t ncache)
+{
+	if (id == TRACE_NO_STRING)
+		return 0;
+	if (id < ncache && cache[id])
+		return cache[id] == 2;
+	const char *s = trace_reader_string(rd, id);
+	int lib = s && (strstr(s, "libcudnn") || strstr(s, "libcublas"));
+	if (id < ncache)
+		cache[id] = lib ? 2 : 1;
+	return lib;
+}
+
+static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader *rd,
+		      uint8_t *libc, size_t nlibc)
 {
 	er->type = rec->type;
 	er->start = rec->start;
@@ -1185,6 +1630,9 @@ static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace
 	case TREC_ALLOC:
 	case TREC_FREE:
 		er->u.mem = rec->u.mem;
+		er->u.mem.flags &= ~ENG_F_LIB;
+		if (rec->type == TREC_ALLOC && is_lib_source(rd, rec->u.mem.source, libc, nlibc))
+			er->u.mem.flags |= ENG_F_LIB;
 		break;
 	case TREC_KERNEL:
 		er->u.kern.stream = rec->u.kernel.stream;
@@ -1205,6 +1653,7 @@ static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace
 		break;
 	case TREC_RANGE:
 		er->u.rname = trace_reader_string(rd, rec->u.range.name);
+		er->u.rdepth = rec->u.range.depth;
 		break;
 	case TREC_API:
 		er->u.api.kind = cost_api_kind(trace_reader_string(rd, rec->u.api.name));
@@ -1231,7 +1680,7 @@ static void *pipe_main(void *arg)
 		int rc = TRACE_OK;
 		size_t n = 0;
 		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &rec)) == TRACE_OK)
-			erec_from(&b->recs[n++], &rec, p->rd);
+			erec_from(&b->recs[n++], &rec, p->rd, p->libc, sizeof p->libc);
 		b->n = n;
 		b->rc = rc;
 		pthread_mutex_lock(&p->mu);
@@ -1386,6 +1835,7 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	u64map_init(&e.skip);
 	u64map_init(&e.stream_idx);
 	u64map_init(&e.launch);
+	u64map_init(&e.ctx_idx);
 	eq_init(&e.q);
 	e.o = o;
 	e.res = res;
@@ -1441,6 +1891,8 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	e.cost = o->cost;
 	e.nvtx = e.pol->control && (e.pol->flags & POLICY_F_NVTX);
 	e.rng_min = UINT64_MAX;
+	e.nvo_min = UINT64_MAX;
+	nv_refresh(&e);
 	if (e.cost)
 		device_set_cost(e.dev, e.cost);
 	if (e.pol->prepass && prepass(&e, err, errlen) < 0)
@@ -1472,6 +1924,9 @@ out:
 	u64map_free(&e.stream_idx);
 	u64map_free(&e.launch);
 	free(e.ops);
+	free(e.ctxs);
+	free(e.pk);
+	u64map_free(&e.ctx_idx);
 	eq_free(&e.q);
 	if (ret < 0)
 		sim_result_free(res);
@@ -1495,5 +1950,7 @@ void sim_result_free(struct sim_result *res)
 	free(res->timeline);
 	free(res->events);
 	free(res->step_ns);
+	free(res->peak_live);
+	free(res->ranges);
 	memset(res, 0, sizeof *res);
 }

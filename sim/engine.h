@@ -63,6 +63,42 @@ struct sim_event {
 
 struct sim_stat { char name[64]; int64_t value; };
 
+/*
+ * What was live at the moment of peak reserved (the peak_reserved event;
+ * users' question 7), each allocation given a kind by heuristics on the
+ * NVTX ranges around it (docs/schema.md, table peak_live, has the rules).
+ */
+enum sim_live_kind {
+	SIM_LK_WEIGHTS = 0,   /* before the first step or in a "build" range, never freed */
+	SIM_LK_OPTIMIZER,     /* allocated in an optimizer range */
+	SIM_LK_ACTIVATIONS,   /* allocated in forward, alive after it */
+	SIM_LK_GRADIENTS,     /* allocated in backward */
+	SIM_LK_WORKSPACE,     /* freed before its innermost range ended */
+	SIM_LK_LIBRARY,       /* never freed, made by libcudnn/libcublas */
+	SIM_LK_OTHER,
+	SIM_LK_COUNT
+};
+/* "weights", "optimizer_state", ... for stores and figures. */
+const char *sim_live_kind_name(enum sim_live_kind k);
+#define SIM_PEAK_TOP 50         /* largest live allocations kept */
+#define SIM_PEAK_LAYERS 30      /* layers kept by name; the rest merged */
+struct sim_live {
+	uint32_t rank;          /* 1..: the Nth largest allocation; 0: a total */
+	enum sim_live_kind kind;
+	uint64_t bytes;         /* block bytes (the allocator's view) */
+	uint64_t count;         /* allocations summed (1 for rank >= 1) */
+	uint64_t line;          /* rank >= 1: its 'a' record's line; 0 for totals */
+	char layer[96];         /* innermost NVTX range at allocation, "(no range)" */
+};
+
+/* A top-level NVTX range (depth <= 1), in simulated time. */
+#define SIM_MAX_RANGES 4096
+struct sim_range {
+	uint64_t t, end;        /* ns since the first record */
+	uint32_t depth;
+	char name[64];
+};
+
 struct sim_result {
 	/* identity */
 	char *trace_path;
@@ -111,6 +147,16 @@ struct sim_result {
 	uint64_t mem_api_ns;            /* host time charged for device calls and cache hits */
 	uint64_t mem_wait_ns;           /* host time waiting for the device in device frees */
 	uint64_t api_removed_ns;        /* recorded memory-API time taken out of the trace */
+
+	/* live at the peak: the SIM_PEAK_TOP largest (rank 1..), then totals
+	 * per (kind, layer) (rank 0), layers beyond SIM_PEAK_LAYERS merged as
+	 * "(other layers)"; none when nothing was reserved */
+	struct sim_live *peak_live;
+	size_t npeak_live;
+	/* NVTX ranges of depth <= 1 in start order; same-name neighbours
+	 * closer than a timeline bucket merged, at most SIM_MAX_RANGES */
+	struct sim_range *ranges;
+	size_t nranges;
 };
 
 /* Replay. Returns 0 (an OOM is a result, not an error) or -1 with ERR

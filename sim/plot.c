@@ -39,7 +39,8 @@ extern char **environ;
 #define PLOT_MAX_FRAG_TRACES 8
 #define OFF_SCALE_FACTOR 4.0
 
-static const char *const kind_names[PLOT_KIND_COUNT] = {"timeline", "batch", "frag", "compare"};
+static const char *const kind_names[PLOT_KIND_COUNT] = {"timeline", "batch", "frag", "compare",
+							 "pareto", "live"};
 
 /* Twelve colours that stay apart on white (tab10 plus two). */
 static const char *const palette[] = {
@@ -153,7 +154,7 @@ int plot_check_where(const char *where, char *err, size_t errlen)
 enum { R_ID, R_PATH, R_CRC, R_POLICY, R_CONF, R_CAP, R_RES, R_ALLOC, R_REQ, R_DALLOC,
        R_DFREE, R_FRAG, R_OOM, R_NOOM, R_OOM_T, R_OOM_BYTES, R_OOM_LINE, R_OOM_ALLOC,
        R_OOM_RES, R_OOM_LFREE, R_OOM_CFREE, R_TDUR, R_SDUR, R_MODEL, R_BATCH, R_COMPLETE,
-       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_N };
+       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_STEP, R_N };
 
 struct load_ctx {
 	struct plot_run *runs;
@@ -217,6 +218,7 @@ static int load_row(void *vctx, int ncols, const char *const *c)
 	r->complete = u64_of(c[R_COMPLETE]) != 0;
 	r->oom_limit = u64_of(c[R_OOM_LIMIT]);
 	r->oom_verdict = dup_or_empty(c[R_OOM_VERDICT], &l->failed);
+	r->step_time_ns = u64_of(c[R_STEP]);
 	return l->failed;
 }
 
@@ -252,7 +254,8 @@ int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_r
 		" r.oom_cached_free, r.trace_duration_ns, r.sim_duration_ns,"
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='model'),'') AS model_l,"
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='batch'),'') AS batch_l,"
-		" r.complete, r.tool_version, r.labels_json, r.oom_limit, r.oom_verdict"
+		" r.complete, r.tool_version, r.labels_json, r.oom_limit, r.oom_verdict,"
+		" r.step_time_ns"
 		" FROM latest r ORDER BY model_l, CAST(batch_l AS INTEGER), batch_l, r.trace_path,"
 		" r.trace_crc32, r.policy='optimal', r.policy, r.conf<>'', r.conf, r.capacity, r.id";
 	struct load_ctx l = {0};
@@ -503,6 +506,24 @@ out:
 /* ------------------------------------------------------------ helpers */
 
 static double gib(uint64_t b) { return (double)b / GIB; }
+
+/* IN broken into lines of about WIDTH characters after commas or spaces
+ * (a long conf string stays readable beside a bar). */
+static void wrap_label(const char *in, char *out, size_t len, size_t width)
+{
+	size_t k = 0, col = 0;
+	for (const char *p = in; *p && k + 2 < len; p++) {
+		out[k++] = *p;
+		col++;
+		if ((*p == ',' || *p == ' ') && col >= width && p[1] && k + 2 < len) {
+			if (*p == ' ')
+				k--;
+			out[k++] = '\n';
+			col = 0;
+		}
+	}
+	out[k] = '\0';
+}
 
 /* The floor for trace CRC: the optimal run's peak reserved, else the peak of
  * live requested bytes. */
@@ -1102,13 +1123,28 @@ static int fig_compare(struct fig *f, const struct plot_run *runs, int n, char *
 	int logx = dmin > 0 && dmax / dmin >= 50;
 	char title[512];
 	snprintf(title, sizeof title, "Allocator settings compared, %s\nred: a simulated OOM; "
-		 "predicted step time is not stored yet", trace_title(&runs[0], b1, sizeof b1));
+		 "step time against memory: the pareto figure", trace_title(&runs[0], b1, sizeof b1));
 	fputs("set multiplot title ", gp);
 	gp_str(gp, title);
 	fputs(" font ',14'\n", gp);
 	fprintf(gp, "set yrange [-0.6:%d.6]\nset style fill solid 0.9 border rgb '#333333'\n"
 		"unset grid\nset grid xtics lc rgb '#d8d8d8'\nset tmargin at screen 0.86\n"
-		"set bmargin at screen 0.1\nset ytics nomirror scale 0 font ',12'\nunset key\n", nb - 1);
+		"set bmargin at screen 0.1\nset ytics nomirror scale 0 font ',11'\nunset key\n", nb - 1);
+	/* long settings wrap at their commas instead of running off the left */
+	fputs("set ytics (", gp);
+	k = 0;
+	for (int i = 0; i < n; i++) {
+		char w[256];
+		if (!strcmp(runs[i].policy, "optimal"))
+			continue;
+		plot_run_setting(&runs[i], b1, sizeof b1);
+		wrap_label(b1, w, sizeof w, 30);
+		if (k)
+			fputs(", ", gp);
+		gp_str(gp, w);
+		fprintf(gp, " %d", nb - 1 - k++);
+	}
+	fputs(")\n", gp);
 	fprintf(gp, "set lmargin at screen 0.3\nset rmargin at screen 0.64\n"
 		"set xrange [0:%.6f]\nset xlabel 'peak reserved (GiB)'\n", top);
 	fprintf(gp, "set title \"peak reserved (dashed: floor, %s %s%s)\"\n",
@@ -1121,7 +1157,7 @@ static int fig_compare(struct fig *f, const struct plot_run *runs, int n, char *
 			"lc rgb '#c00000' front\n", gib(cap), gib(cap));
 	fputs("plot ", gp);
 	gp_data(gp, f, "compare.dat");
-	fputs(" using 3:1:(0):4:($1-0.35):($1+0.35):8:ytic(2) with boxxyerror lc rgb variable, \\\n  ", gp);
+	fputs(" using 3:1:(0):4:($1-0.35):($1+0.35):8 with boxxyerror lc rgb variable, \\\n  ", gp);
 	gp_data(gp, f, "compare.dat");
 	fputs(" using 5:1:6 with labels left offset 0.5,0 font ',11'\n", gp);
 	fputs("unset arrow\nset lmargin at screen 0.68\nset rmargin at screen 0.96\n"

@@ -22,6 +22,8 @@ enum plot_kind {
 	PLOT_BATCH,        /* peak reserved against batch size, one model, each policy */
 	PLOT_FRAG,         /* fragmentation per policy and setting, per trace */
 	PLOT_COMPARE,      /* peak reserved and device allocs per setting vs the floor */
+	PLOT_PARETO,       /* predicted step time against peak reserved, the front per trace */
+	PLOT_LIVE,         /* what is live at the peak, by kind and by layer (NVTX) */
 	PLOT_KIND_COUNT
 };
 
@@ -44,6 +46,7 @@ struct plot_run {
 	uint64_t oom_limit;                  /* usable bytes at the OOM (0: unlimited) */
 	char *oom_verdict;                   /* capacity | limit | fragmentation, or "" */
 	uint64_t trace_duration_ns, sim_duration_ns;
+	uint64_t step_time_ns;               /* predicted mean step (0: none, see --timing) */
 };
 
 /* Which runs: an SQL condition on `runs` (may be NULL) and a label filter

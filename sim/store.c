@@ -26,6 +26,7 @@ struct store {
 	char *path;
 	sqlite3_stmt *ins_run, *ins_label, *ins_stat, *ins_tl, *ins_ev, *upd_added;
 	sqlite3_stmt *has_key, *ins_key;  /* run_keys, prepared on first use */
+	sqlite3_stmt *ins_pl, *ins_rg;    /* peak_live, ranges */
 };
 
 static const char schema_sql[] =
@@ -186,6 +187,38 @@ static int add_missing_columns(struct store *s, const char *schema, char *err, s
 	return 0;
 }
 
+/*
+ * Tables added after schema 1, made when missing (an older database gets
+ * them empty; older readers ignore them; user_version stays 1). One
+ * transaction, and none at all when both are there.
+ */
+static const char added_tables_sql[] =
+	"CREATE TABLE IF NOT EXISTS peak_live(run_id INTEGER NOT NULL REFERENCES runs(id)"
+	" ON DELETE CASCADE, rank INTEGER NOT NULL, bytes INTEGER NOT NULL, kind TEXT NOT NULL,"
+	" layer TEXT NOT NULL, line INTEGER, count INTEGER NOT NULL DEFAULT 1);"
+	"CREATE INDEX IF NOT EXISTS peak_live_by_run ON peak_live(run_id);"
+	"CREATE TABLE IF NOT EXISTS ranges(run_id INTEGER NOT NULL REFERENCES runs(id)"
+	" ON DELETE CASCADE, name TEXT NOT NULL, depth INTEGER NOT NULL, t_ns INTEGER NOT NULL,"
+	" end_ns INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS ranges_by_run ON ranges(run_id, t_ns);";
+
+static int add_missing_tables(struct store *s, char *err, size_t errlen)
+{
+	int64_t n = 0;
+	if (query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table'"
+		      " AND name IN ('peak_live','ranges')", &n, err, errlen) < 0)
+		return -1;
+	if (n == 2)
+		return 0;
+	if (exec(s, "BEGIN IMMEDIATE", err, errlen) < 0)
+		return -1;
+	if (exec(s, added_tables_sql, err, errlen) < 0 || exec(s, "COMMIT", err, errlen) < 0) {
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
+	return 0;
+}
+
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *err, size_t errlen)
 {
 	if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
@@ -234,6 +267,8 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 	int cc = check_or_create(s, e2, sizeof e2);
 	if (cc >= 0 && add_missing_columns(s, "main", e2, sizeof e2) < 0)
 		cc = -1;
+	if (cc >= 0 && add_missing_tables(s, e2, sizeof e2) < 0)
+		cc = -1;
 	if (cc < 0) {
 		if ((sqlite3_errcode(s->db) & 0xff) == SQLITE_READONLY ||
 		    (sqlite3_errcode(s->db) & 0xff) == SQLITE_CANTOPEN)
@@ -255,7 +290,10 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 		    " WHERE id=?", &s->upd_added, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_stats VALUES(?,?,?)", &s->ins_stat, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO timeline VALUES(?,?,?,?)", &s->ins_tl, err, errlen) < 0 ||
-	    prepare(s, "INSERT INTO events VALUES(?,?,?,?,?,?)", &s->ins_ev, err, errlen) < 0)
+	    prepare(s, "INSERT INTO events VALUES(?,?,?,?,?,?)", &s->ins_ev, err, errlen) < 0 ||
+	    prepare(s, "INSERT INTO peak_live(run_id, rank, bytes, kind, layer, line, count)"
+		    " VALUES(?,?,?,?,?,?,?)", &s->ins_pl, err, errlen) < 0 ||
+	    prepare(s, "INSERT INTO ranges VALUES(?,?,?,?,?)", &s->ins_rg, err, errlen) < 0)
 		goto fail;
 	return s;
 fail:
@@ -446,6 +484,31 @@ static int save_tx(struct store *s, const struct sim_result *r, const char *tool
 		if (step_done(s->ins_ev) < 0)
 			goto sqlerr;
 	}
+	for (size_t i = 0; i < r->npeak_live; i++) {
+		const struct sim_live *l = &r->peak_live[i];
+		sqlite3_bind_int64(s->ins_pl, 1, id);
+		sqlite3_bind_int64(s->ins_pl, 2, l->rank);
+		bind_u64(s->ins_pl, 3, l->bytes);
+		sqlite3_bind_text(s->ins_pl, 4, sim_live_kind_name(l->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s->ins_pl, 5, l->layer, -1, SQLITE_STATIC);
+		if (l->rank)
+			bind_u64(s->ins_pl, 6, l->line);
+		else
+			sqlite3_bind_null(s->ins_pl, 6);
+		bind_u64(s->ins_pl, 7, l->count);
+		if (step_done(s->ins_pl) < 0)
+			goto sqlerr;
+	}
+	for (size_t i = 0; i < r->nranges; i++) {
+		const struct sim_range *g = &r->ranges[i];
+		sqlite3_bind_int64(s->ins_rg, 1, id);
+		sqlite3_bind_text(s->ins_rg, 2, g->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s->ins_rg, 3, g->depth);
+		bind_u64(s->ins_rg, 4, g->t);
+		bind_u64(s->ins_rg, 5, g->end);
+		if (step_done(s->ins_rg) < 0)
+			goto sqlerr;
+	}
 	if (exec(s, "COMMIT", err, errlen) < 0)
 		goto out;
 	in_tx = 0;
@@ -509,6 +572,8 @@ void store_close(struct store *s)
 	sqlite3_finalize(s->ins_ev);
 	sqlite3_finalize(s->has_key);
 	sqlite3_finalize(s->ins_key);
+	sqlite3_finalize(s->ins_pl);
+	sqlite3_finalize(s->ins_rg);
 	if (s->db)
 		sqlite3_close(s->db);
 	free(s->path);
@@ -627,7 +692,7 @@ fail:
 /* Copy input SRC's planned runs (ids already chosen) in one transaction. */
 static int copy_input(struct store *s, size_t src, char *err, size_t errlen)
 {
-	char sql[4096], cols[1024] = MERGE_RUN_COLS;
+	char sql[8192], cols[1024] = MERGE_RUN_COLS;
 	/* the columns added after schema 1 that this input has (older inputs
 	 * leave them at their defaults) */
 	for (size_t i = 0; i < N_ADDED_RUN_COLUMNS; i++) {
@@ -638,6 +703,27 @@ static int copy_input(struct store *s, size_t src, char *err, size_t errlen)
 			size_t n = strlen(cols);
 			snprintf(cols + n, sizeof cols - n, ", %s", added_run_columns[i].name);
 		}
+	}
+	/* peak_live and ranges from inputs that have them */
+	int64_t npl = 0, nrg = 0;
+	char extra[1024] = "";
+	if (query_int(s, "SELECT count(*) FROM gsrc.sqlite_master WHERE type='table'"
+		      " AND name='peak_live'", &npl, err, errlen) < 0 ||
+	    query_int(s, "SELECT count(*) FROM gsrc.sqlite_master WHERE type='table'"
+		      " AND name='ranges'", &nrg, err, errlen) < 0)
+		return -1;
+	if (npl)
+		snprintf(extra, sizeof extra,
+			 "INSERT INTO main.peak_live(run_id, rank, bytes, kind, layer, line, count)"
+			 " SELECT p.new_id, x.rank, x.bytes, x.kind, x.layer, x.line, x.count"
+			 " FROM gsrc.peak_live x JOIN temp.merge_plan p ON p.src=%zu AND"
+			 " p.old_id=x.run_id ORDER BY p.new_id, x.rowid;", src);
+	if (nrg) {
+		size_t n = strlen(extra);
+		snprintf(extra + n, sizeof extra - n,
+			 "INSERT INTO main.ranges SELECT p.new_id, x.name, x.depth, x.t_ns, x.end_ns"
+			 " FROM gsrc.ranges x JOIN temp.merge_plan p ON p.src=%zu AND"
+			 " p.old_id=x.run_id ORDER BY p.new_id, x.rowid;", src);
 	}
 	snprintf(sql, sizeof sql,
 		 "BEGIN IMMEDIATE;"
@@ -656,7 +742,8 @@ static int copy_input(struct store *s, size_t src, char *err, size_t errlen)
 		 " ORDER BY p.new_id, x.rowid;"
 		 "INSERT INTO main.run_keys SELECT p.new_id, p.key, coalesce(p.addresses,'')"
 		 " FROM temp.merge_plan p WHERE p.src=%zu AND p.key IS NOT NULL ORDER BY p.new_id;"
-		 "COMMIT;", cols, cols, src, src, src, src, src, src);
+		 "%s"
+		 "COMMIT;", cols, cols, src, src, src, src, src, src, extra);
 	if (exec(s, sql, err, errlen) < 0) {
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		return -1;

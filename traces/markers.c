@@ -430,7 +430,8 @@ static void worst_run(const struct truth_side *t, const struct capture_side *c,
 		return;
 	}
 	/* The capture lines around it: the nearest mapped allocations. */
-	uint64_t cfrom = 0, cto = 0;
+	uint64_t cfrom = c->line.n ? c->line.v[0] : 0;
+	uint64_t cto = c->line.n ? c->line.v[c->line.n - 1] : 0;
 	for (size_t i = best_at; i-- > 0;)
 		if (tmap[i] >= 0) {
 			cfrom = c->line.v[tmap[i]];
@@ -721,7 +722,14 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 	size_t big = nc > nt ? nc : nt;
 	double need = min_match * (double)big;
 	double dmax = (double)(nc + nt) - 2.0 * need;
-	uint64_t bound = dmax < 0 ? 0 : (uint64_t)dmax + 1;
+	if (dmax < 0) {
+		set_err(err, errlen, "poor alignment: %zu framework allocations in %s (source '%s') "
+			"against %zu in %s: at most %.1f%% can match, at least %.0f%% needed (the "
+			"wrong truth file?)", nc, capture, source, nt, truth,
+			100.0 * (double)(nc < nt ? nc : nt) / (double)big, min_match * 100.0);
+		goto out;
+	}
+	uint64_t bound = (uint64_t)dmax + 1;
 	if (bound > MARKERS_MAX_EDITS)
 		bound = MARKERS_MAX_EDITS;
 	cmap = malloc(nc * sizeof *cmap);
