@@ -28,8 +28,14 @@ static void usage(FILE *f)
 	      "  compare   one trace: peak reserved per setting against the floor (the\n"
 	      "            optimal policy's peak, else the peak of live requests) and\n"
 	      "            device allocation counts\n"
-	      "  pareto, live: not available yet (the store has no step times, fusion\n"
-	      "            what-ifs or per-layer live sets)\n\n"
+	      "  timeline  also shades the first run's NVTX phases (forward, backward,\n"
+	      "            optimizer, other top-level ranges) and marks step starts\n"
+	      "  pareto    predicted step time (`run --timing`) against peak reserved,\n"
+	      "            one point per setting, the Pareto front per trace; runs\n"
+	      "            without a step time are left out with a note\n"
+	      "  live      what is live at each run's peak reserved, by kind (weights,\n"
+	      "            optimizer state, activations, gradients, workspaces; heuristics\n"
+	      "            from NVTX ranges) and the largest layers of the first run\n\n"
 	      "The device capacity line is drawn when it is below twice the highest value\n"
 	      "shown; a run far above the rest (e.g. BFC preallocating the device) is\n"
 	      "clipped and named in the key with its value.\n\n"
@@ -106,15 +112,8 @@ int cmd_plot(int argc, char **argv)
 	}
 	int k = plot_kind_from_name(kind_name);
 	if (k < 0) {
-		if (!strcmp(kind_name, "pareto") || !strcmp(kind_name, "live")) {
-			fprintf(stderr, "gpumemsim plot %s: not available yet: the results database "
-				"has no %s\n", kind_name, !strcmp(kind_name, "pareto")
-				? "predicted step times or fusion what-ifs"
-				: "per-layer (NVTX) or per-kind record of what is live at the peak");
-			return 1;
-		}
 		fprintf(stderr, "gpumemsim plot: unknown kind '%s' (known: timeline, batch, frag, "
-			"compare)\n", kind_name);
+			"compare, pareto, live)\n", kind_name);
 		return EXIT_USAGE;
 	}
 	req.kind = k;

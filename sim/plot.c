@@ -611,6 +611,80 @@ static void plot_capacity_terms(FILE *gp, int ncaps)
 
 /* ------------------------------------------------------------ timeline */
 
+/* NVTX phases shaded behind the curves: forward, backward, optimizer, and
+ * any other top-level range (build, ...); "step" ranges only mark their
+ * start with a thin line. */
+enum { PH_FWD, PH_BWD, PH_OPT, PH_OTHER, PH_STEP, PH_N };
+static const char *const phase_file[PH_N] = {"phase-forward.dat", "phase-backward.dat",
+	"phase-optimizer.dat", "phase-other.dat", "phase-steps.dat"};
+static const char *const phase_title[PH_N] = {"forward", "backward", "optimizer",
+	"other ranges", "step start"};
+static const char *const phase_colour[PH_N] = {"#4daf4a", "#e41a1c", "#984ea3", "#999999",
+	"#777777"};
+
+struct ph_ctx {
+	FILE *f[PH_N];
+	int rows[PH_N];
+	double tdiv;
+};
+
+static int ph_row(void *vctx, int ncols, const char *const *c)
+{
+	struct ph_ctx *p = vctx;
+	if (ncols < 4 || !c[0])
+		return 1;
+	const char *n = c[0];
+	int k;
+	if (!strncmp(n, "step", 4) && (n[4] == '\0' || n[4] == ' ' || n[4] == '_'))
+		k = PH_STEP;
+	else if (strcasestr(n, "backward"))
+		k = PH_BWD;
+	else if (strcasestr(n, "forward"))
+		k = PH_FWD;
+	else if (strcasestr(n, "optim"))
+		k = PH_OPT;
+	else
+		k = PH_OTHER;
+	fprintf(p->f[k], "%.6f %.6f\n", (double)u64_of(c[2]) / p->tdiv,
+		(double)u64_of(c[3]) / p->tdiv);
+	p->rows[k]++;
+	return 0;
+}
+
+/* Write the phase files of run ID; *NPH: how many kinds have rows. */
+static int timeline_phases(struct store *s, struct fig *f, int64_t id, double tdiv,
+			   struct ph_ctx *p, char *err, size_t errlen)
+{
+	char idb[24];
+	int ret = 0;
+	memset(p, 0, sizeof *p);
+	p->tdiv = tdiv;
+	snprintf(idb, sizeof idb, "%" PRId64, id);
+	const char *params[1] = {idb};
+	for (int k = 0; k < PH_N; k++) {
+		p->f[k] = fig_file(f, phase_file[k], err, errlen);
+		if (!p->f[k])
+			ret = -1;
+		else
+			fprintf(p->f[k], "# start end (%s): NVTX %s ranges of run %s\n",
+				tdiv == 1e9 ? "s" : "ms", phase_title[k], idb);
+	}
+	if (!ret && store_query(s, "SELECT name, depth, t_ns, end_ns FROM ranges WHERE run_id=?1"
+				" AND depth<=1 ORDER BY t_ns, depth, name", params, 1, ph_row, p, err,
+				errlen) < 0)
+		ret = -1;
+	for (int k = 0; k < PH_N; k++) {
+		if (!p->f[k])
+			continue;
+		if (!p->rows[k])
+			fputs("? ?\n", p->f[k]);
+		if (fig_close_file(p->f[k], phase_file[k], err, errlen) < 0)
+			ret = -1;
+		p->f[k] = NULL;
+	}
+	return ret;
+}
+
 struct tl_ctx {
 	FILE *f;
 	double tdiv;
@@ -693,6 +767,12 @@ static int fig_timeline(struct store *s, struct fig *f, const struct plot_run *r
 		fputs("? ?\n", d);
 	if (fig_close_file(d, "oom.dat", err, errlen) < 0)
 		return -1;
+	struct ph_ctx ph;
+	if (timeline_phases(s, f, runs[0].id, tdiv, &ph, err, errlen) < 0)
+		return -1;
+	int nph = 0;
+	for (int k = 0; k < PH_N; k++)
+		nph += ph.rows[k] > 0;
 
 	FILE *gp = f->gp;
 	int clipped, ncaps;
@@ -701,14 +781,31 @@ static int fig_timeline(struct store *s, struct fig *f, const struct plot_run *r
 	fputs("set title ", gp);
 	snprintf(b1, sizeof b1, "%s", trace_title(&runs[0], b2, sizeof b2));
 	char title[512];
-	snprintf(title, sizeof title, "Device memory over time, %s, per allocator setting\n"
-		 "solid: reserved by the allocator   dashed: allocated to live blocks", b1);
+	if (nph)
+		snprintf(title, sizeof title, "Device memory over time, %s, per allocator setting\n"
+			 "solid: reserved   dashed: allocated   shaded: NVTX phases of run %" PRId64
+			 " (%s)", b1, runs[0].id, plot_run_setting(&runs[0], b2, sizeof b2));
+	else
+		snprintf(title, sizeof title, "Device memory over time, %s, per allocator setting\n"
+			 "solid: reserved by the allocator   dashed: allocated to live blocks", b1);
 	gp_str(gp, title);
 	fprintf(gp, "\nset xlabel 'simulated time (%s)'\nset ylabel 'memory (GiB)'\n",
 		in_s ? "s" : "ms");
 	fprintf(gp, "set xrange [0:%.6f]\nset yrange [0:%.6f]\n", (double)tmax / tdiv * 1.02, top);
 	fputs("set key outside right top vertical Left reverse font ',11' samplen 2.5\n", gp);
 	fputs("plot ", gp);
+	for (int k = 0; k < PH_N; k++) {
+		if (!ph.rows[k])
+			continue;
+		gp_data(gp, f, phase_file[k]);
+		if (k == PH_STEP)
+			fprintf(gp, " using 1:(%.6f) with impulses lc rgb '%s' lw 1 dt 3 title '%s', \\\n  ",
+				top, phase_colour[k], phase_title[k]);
+		else
+			fprintf(gp, " using (($1+$2)/2):(%.6f):(($2-$1)/2):(%.6f) with boxxyerror "
+				"fs transparent solid 0.13 noborder lc rgb '%s' title '%s', \\\n  ",
+				top / 2, top / 2, phase_colour[k], phase_title[k]);
+	}
 	for (int i = 0; i < n; i++) {
 		char t2[192];
 		plot_run_setting(&runs[i], b2, sizeof b2);
@@ -1178,6 +1275,428 @@ static int fig_compare(struct fig *f, const struct plot_run *runs, int n, char *
 	return 0;
 }
 
+/* ------------------------------------------------------------ pareto */
+
+#define PLOT_MAX_PARETO_TRACES 12
+
+static int cmp_pareto(const void *a, const void *b)
+{
+	const struct plot_run *x = *(const struct plot_run *const *)a;
+	const struct plot_run *y = *(const struct plot_run *const *)b;
+	if (x->step_time_ns != y->step_time_ns)
+		return x->step_time_ns < y->step_time_ns ? -1 : 1;
+	if (x->peak_reserved != y->peak_reserved)
+		return x->peak_reserved < y->peak_reserved ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Step time against peak reserved, one colour per trace; the front joins
+ * the runs no other run of the trace beats on both time and memory. */
+static int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
+		      size_t errlen)
+{
+	const struct plot_run **pt = malloc((size_t)n * sizeof *pt);
+	uint32_t crcs[PLOT_MAX_PARETO_TRACES];
+	int ncrc = 0, nt = 0, left_out = 0, ret = -1;
+	double ymax = 0, live_top = 0, xmax = 0, vis = 0;
+	char b1[128], b2[256], b3[32];
+	FILE *d = NULL;
+	if (!pt) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (!runs[i].step_time_ns || !strcmp(runs[i].policy, "optimal")) {
+			left_out += runs[i].step_time_ns == 0;
+			continue;
+		}
+		int k = 0;
+		while (k < ncrc && crcs[k] != runs[i].trace_crc32)
+			k++;
+		if (k == ncrc) {
+			if (ncrc == PLOT_MAX_PARETO_TRACES) {
+				snprintf(err, errlen, "the Pareto figure draws at most %d traces: narrow "
+					 "the selection with --where or --label", PLOT_MAX_PARETO_TRACES);
+				goto out;
+			}
+			crcs[ncrc++] = runs[i].trace_crc32;
+		}
+		pt[nt++] = &runs[i];
+		if (gib(runs[i].peak_allocated) > live_top)
+			live_top = gib(runs[i].peak_allocated);
+		if (gib(runs[i].peak_reserved) > ymax)
+			ymax = gib(runs[i].peak_reserved);
+		if (runs[i].step_time_ns / 1e6 > xmax)
+			xmax = runs[i].step_time_ns / 1e6;
+	}
+	if (!nt) {
+		snprintf(err, errlen, "no selected run has a predicted step time (%d without): run "
+			 "`gpumemsim run TRACE --timing` on a trace with steps (docs/timing.md)",
+			 left_out);
+		goto out;
+	}
+	for (int i = 0; i < nt; i++) {
+		double v = on_scale(gib(pt[i]->peak_reserved), live_top);
+		vis = v > vis ? v : vis;
+	}
+	int clipped;
+	double top = y_top(ymax, live_top, vis, &clipped);
+	d = fig_file(f, "pareto.dat", err, errlen);
+	if (!d)
+		goto out;
+	fputs("# per trace two blocks: step_ms reserved_GiB(clipped) on_front label; the front\n", d);
+	for (int c = 0; c < ncrc; c++) {
+		const struct plot_run *tr[64];
+		int m = 0;
+		for (int i = 0; i < nt && m < 64; i++)
+			if (pt[i]->trace_crc32 == crcs[c])
+				tr[m++] = pt[i];
+		qsort(tr, (size_t)m, sizeof *tr, cmp_pareto);
+		if (c)
+			fputs("\n\n", d);
+		fprintf(d, "# trace %s\n", trace_title(tr[0], b1, sizeof b1));
+		uint64_t best = UINT64_MAX;
+		int front[64];
+		for (int i = 0; i < m; i++) {
+			front[i] = tr[i]->peak_reserved < best;
+			if (front[i])
+				best = tr[i]->peak_reserved;
+			double y = gib(tr[i]->peak_reserved);
+			plot_run_setting(tr[i], b1, sizeof b1);
+			for (char *p = b1; *p; p++)
+				if (*p == '"')
+					*p = '\'';
+			if (y > top)
+				snprintf(b2, sizeof b2, "%s (%s, off scale)", b1,
+					 cli_fmt_bytes(tr[i]->peak_reserved, b3, sizeof b3));
+			else
+				snprintf(b2, sizeof b2, "%s", b1);
+			fprintf(d, "%.6f %.6f %d \"%s\"\n", tr[i]->step_time_ns / 1e6,
+				y > top ? top * 0.97 : y, front[i], b2);
+		}
+		/* the front alone, so its line has no gaps */
+		fprintf(d, "\n\n# Pareto front\n");
+		for (int i = 0; i < m; i++)
+			if (front[i])
+				fprintf(d, "%.6f %.6f\n", tr[i]->step_time_ns / 1e6,
+					gib(tr[i]->peak_reserved) > top ? top * 0.97
+									: gib(tr[i]->peak_reserved));
+	}
+	if (fig_close_file(d, "pareto.dat", err, errlen) < 0) {
+		d = NULL;
+		goto out;
+	}
+	d = NULL;
+	FILE *gp = f->gp;
+	char title[512];
+	snprintf(title, sizeof title, "Predicted step time against peak reserved memory, per "
+		 "allocator setting\nline: the Pareto front of each trace (no other setting is "
+		 "both faster and smaller)%s", left_out ? "" : "");
+	fputs("set title ", gp);
+	gp_str(gp, title);
+	fputc('\n', gp);
+	if (left_out)
+		fprintf(gp, "set label 1 \"%d run%s without a predicted step time left out "
+			"(run with --timing)\" at graph 0.01, graph -0.12 font ',10'\n", left_out,
+			left_out == 1 ? "" : "s");
+	fprintf(gp, "set xlabel 'predicted mean step time (ms, first step excluded)'\n"
+		"set ylabel 'peak reserved (GiB)'\nset xrange [0:%.6f]\nset yrange [0:%.6f]\n"
+		"set grid xtics ytics lc rgb '#d8d8d8'\n"
+		"set key outside right top vertical Left reverse font ',11'\n", xmax * 1.25, top);
+	fputs("plot ", gp);
+	for (int c = 0; c < ncrc; c++) {
+		const struct plot_run *r0 = NULL;
+		for (int i = 0; i < nt && !r0; i++)
+			if (pt[i]->trace_crc32 == crcs[c])
+				r0 = pt[i];
+		if (c)
+			fputs(", \\\n  ", gp);
+		gp_data(gp, f, "pareto.dat");
+		fprintf(gp, " index %d using 1:2 with linespoints lt %d lw 2 pt 7 "
+			"title ", 2 * c + 1, c + 1);
+		gp_str(gp, trace_title(r0, b1, sizeof b1));
+		fputs(", ", gp);
+		gp_data(gp, f, "pareto.dat");
+		fprintf(gp, " index %d using 1:2 with points lt %d pt 6 ps 1.6 notitle, ", 2 * c,
+			c + 1);
+		gp_data(gp, f, "pareto.dat");
+		fprintf(gp, " index %d using 1:2:4 with labels left offset 1,0.4 font ',9' "
+			"tc lt %d notitle", 2 * c, c + 1);
+	}
+	fputc('\n', gp);
+	ret = 0;
+out:
+	if (d)
+		fclose(d);
+	free(pt);
+	return ret;
+}
+
+/* ------------------------------------------------------------ live at the peak */
+
+#define LIVE_NKINDS 7
+static const char *const live_kinds[LIVE_NKINDS] = {"weights", "optimizer_state",
+	"activations", "gradients", "workspace", "library_workspace", "other"};
+static const char *const live_colours[LIVE_NKINDS] = {"#1f77b4", "#9467bd", "#2ca02c",
+	"#d62728", "#ff7f0e", "#8c564b", "#7f7f7f"};
+#define LIVE_MAX_RUNS 12
+#define LIVE_SHOW_LAYERS 15
+
+struct live_layer { char name[96]; uint64_t bytes[LIVE_NKINDS], total; };
+
+struct live_ctx {
+	uint64_t kind_bytes[LIVE_NKINDS];
+	struct live_layer *layers;
+	int nlayers, cap, failed;
+};
+
+static int live_kind_index(const char *k)
+{
+	for (int i = 0; i < LIVE_NKINDS; i++)
+		if (k && !strcmp(k, live_kinds[i]))
+			return i;
+	return LIVE_NKINDS - 1;
+}
+
+static int live_row(void *vctx, int ncols, const char *const *c)
+{
+	struct live_ctx *l = vctx;
+	if (ncols < 3)
+		return l->failed = 1;
+	int k = live_kind_index(c[1]);
+	uint64_t b = u64_of(c[2]);
+	l->kind_bytes[k] += b;
+	const char *name = c[0] ? c[0] : "";
+	int j = l->nlayers - 1;
+	if (j < 0 || strcmp(l->layers[j].name, name)) {
+		if (l->nlayers == l->cap) {
+			int nc = l->cap ? l->cap * 2 : 32;
+			struct live_layer *nl = realloc(l->layers, (size_t)nc * sizeof *nl);
+			if (!nl)
+				return l->failed = 1;
+			l->layers = nl;
+			l->cap = nc;
+		}
+		j = l->nlayers++;
+		memset(&l->layers[j], 0, sizeof l->layers[j]);
+		snprintf(l->layers[j].name, sizeof l->layers[j].name, "%s", name);
+	}
+	l->layers[j].bytes[k] += b;
+	l->layers[j].total += b;
+	return 0;
+}
+
+static int cmp_layer(const void *a, const void *b)
+{
+	const struct live_layer *x = a, *y = b;
+	int ox = !strcmp(x->name, "(other layers)"), oy = !strcmp(y->name, "(other layers)");
+	if (ox != oy)
+		return ox - oy;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Stacked horizontal bars, LIVE_NKINDS blocks, row y = NROWS-1-i. */
+static void live_bars(FILE *d, const uint64_t (*rows)[LIVE_NKINDS], int nrows)
+{
+	for (int k = 0; k < LIVE_NKINDS; k++) {
+		if (k)
+			fputs("\n\n", d);
+		fprintf(d, "# %s: y from_GiB to_GiB\n", live_kinds[k]);
+		int any = 0;
+		for (int i = 0; i < nrows; i++) {
+			double x0 = 0;
+			for (int j = 0; j < k; j++)
+				x0 += gib(rows[i][j]);
+			if (!rows[i][k])
+				continue;
+			fprintf(d, "%d %.6f %.6f\n", nrows - 1 - i, x0, x0 + gib(rows[i][k]));
+			any = 1;
+		}
+		if (!any)
+			fputs("? ? ?\n", d);
+	}
+}
+
+/* Left: per run, what was live at its peak reserved by kind, and the
+ * reserved bytes no live block used; right: the largest layers (innermost
+ * NVTX range at allocation) of the first run, by kind. */
+static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs, int n,
+		    char *err, size_t errlen)
+{
+	uint64_t rk[LIVE_MAX_RUNS][LIVE_NKINDS], lk[LIVE_SHOW_LAYERS + 1][LIVE_NKINDS];
+	const struct plot_run *sel[LIVE_MAX_RUNS];
+	struct live_ctx first = {0};
+	int ns = 0, ret = -1, nl = 0, ntr = 1, has_kind[LIVE_NKINDS] = {0};
+	double xmax = 0, lmax = 0;
+	char b1[128], b2[160], idb[24];
+	FILE *d = NULL;
+	memset(rk, 0, sizeof rk);
+	memset(lk, 0, sizeof lk);
+	for (int i = 1; i < n; i++)
+		if (runs[i].trace_crc32 != runs[0].trace_crc32)
+			ntr = 2;
+	for (int i = 0; i < n; i++) {
+		struct live_ctx l = {0};
+		snprintf(idb, sizeof idb, "%" PRId64, runs[i].id);
+		const char *params[1] = {idb};
+		int rc = store_query(s, "SELECT layer, kind, bytes FROM peak_live WHERE run_id=?1 AND"
+				     " rank=0 ORDER BY layer, kind", params, 1, live_row, &l, err,
+				     errlen);
+		if (rc < 0 || l.failed) {
+			if (rc >= 0)
+				snprintf(err, errlen, "out of memory reading peak_live");
+			free(l.layers);
+			goto out;
+		}
+		if (!rc) {
+			free(l.layers);
+			continue;
+		}
+		if (ns == LIVE_MAX_RUNS) {
+			free(l.layers);
+			snprintf(err, errlen, "the live-at-peak figure draws at most %d runs: narrow the "
+				 "selection with --where", LIVE_MAX_RUNS);
+			goto out;
+		}
+		memcpy(rk[ns], l.kind_bytes, sizeof rk[ns]);
+		sel[ns] = &runs[i];
+		double tot = 0;
+		for (int k = 0; k < LIVE_NKINDS; k++) {
+			tot += gib(l.kind_bytes[k]);
+			has_kind[k] |= l.kind_bytes[k] != 0;
+		}
+		if (gib(runs[i].peak_reserved) > tot)
+			tot = gib(runs[i].peak_reserved);
+		xmax = tot > xmax ? tot : xmax;
+		if (!ns++)
+			first = l;
+		else
+			free(l.layers);
+	}
+	if (!ns) {
+		snprintf(err, errlen, "no selected run has a live-at-peak record (table peak_live): "
+			 "runs stored by an older gpumemsim; run them again");
+		goto out;
+	}
+	qsort(first.layers, (size_t)first.nlayers, sizeof *first.layers, cmp_layer);
+	nl = first.nlayers < LIVE_SHOW_LAYERS ? first.nlayers : LIVE_SHOW_LAYERS;
+	for (int i = 0; i < nl; i++) {
+		memcpy(lk[i], first.layers[i].bytes, sizeof lk[i]);
+		lmax = gib(first.layers[i].total) > lmax ? gib(first.layers[i].total) : lmax;
+	}
+	d = fig_file(f, "live-runs.dat", err, errlen);
+	if (!d)
+		goto out;
+	live_bars(d, (const uint64_t (*)[LIVE_NKINDS])rk, ns);
+	fputs("\n\n# reserved, not live: y from_GiB to_GiB\n", d);
+	int anyfree = 0;
+	for (int i = 0; i < ns; i++) {
+		double live = 0;
+		for (int k = 0; k < LIVE_NKINDS; k++)
+			live += gib(rk[i][k]);
+		double res = gib(sel[i]->peak_reserved);
+		if (res > live) {
+			fprintf(d, "%d %.6f %.6f\n", ns - 1 - i, live, res);
+			anyfree = 1;
+		}
+	}
+	if (!anyfree)
+		fputs("? ? ?\n", d);
+	if (fig_close_file(d, "live-runs.dat", err, errlen) < 0) {
+		d = NULL;
+		goto out;
+	}
+	d = fig_file(f, "live-layers.dat", err, errlen);
+	if (!d)
+		goto out;
+	live_bars(d, (const uint64_t (*)[LIVE_NKINDS])lk, nl);
+	if (fig_close_file(d, "live-layers.dat", err, errlen) < 0) {
+		d = NULL;
+		goto out;
+	}
+	d = NULL;
+
+	FILE *gp = f->gp;
+	char title[512];
+	snprintf(title, sizeof title, "What is live at the moment of peak reserved, %s\n"
+		 "kinds are heuristics from the NVTX ranges (docs/schema.md, peak_live)",
+		 ntr > 1 ? "several traces" : trace_title(&runs[0], b1, sizeof b1));
+	fputs("set multiplot title ", gp);
+	gp_str(gp, title);
+	fputs(" font ',14'\n", gp);
+	fputs("set style fill solid 0.9 border rgb '#333333'\nunset grid\n"
+	      "set grid xtics lc rgb '#d8d8d8'\nset tmargin at screen 0.84\n"
+	      "set bmargin at screen 0.2\nset ytics nomirror scale 0 font ',10'\n", gp);
+	/* left: runs */
+	fprintf(gp, "set lmargin at screen 0.2\nset rmargin at screen 0.47\n"
+		"set yrange [-0.6:%d.6]\nset xrange [0:%.6f]\nset xlabel 'GiB at the peak'\n"
+		"set title 'per run: live bytes by kind, grey: reserved but not live'\n", ns - 1,
+		xmax * 1.05);
+	fputs("set ytics (", gp);
+	for (int i = 0; i < ns; i++) {
+		char w[256], w2[128];
+		if (ntr > 1)
+			snprintf(b2, sizeof b2, "%s: %s", trace_title(sel[i], b1, sizeof b1),
+				 plot_run_setting(sel[i], w2, sizeof w2));
+		else
+			plot_run_setting(sel[i], b2, sizeof b2);
+		wrap_label(b2, w, sizeof w, 24);
+		if (i)
+			fputs(", ", gp);
+		gp_str(gp, w);
+		fprintf(gp, " %d", ns - 1 - i);
+	}
+	fputs(")\nset key at screen 0.5, screen 0.1 center center horizontal maxcols 8 "
+	      "font ',11' samplen 1.5\n", gp);
+	fputs("plot ", gp);
+	int first_term = 1;
+	for (int k = 0; k < LIVE_NKINDS; k++) {
+		if (!first_term)
+			fputs(", \\\n  ", gp);
+		first_term = 0;
+		gp_data(gp, f, "live-runs.dat");
+		fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
+			"lc rgb '%s' title '%s'", k, live_colours[k],
+			has_kind[k] ? live_kinds[k] : "");
+	}
+	fputs(", \\\n  ", gp);
+	gp_data(gp, f, "live-runs.dat");
+	fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
+		"fs pattern 4 lc rgb '#aaaaaa' title 'reserved, not live'\n", LIVE_NKINDS);
+	/* right: layers of the first run */
+	snprintf(b2, sizeof b2, "largest layers of run %" PRId64 " (%s)", sel[0]->id,
+		 plot_run_setting(sel[0], b1, sizeof b1));
+	fputs("unset key\nset lmargin at screen 0.66\nset rmargin at screen 0.97\n", gp);
+	fprintf(gp, "set yrange [-0.6:%d.6]\nset xrange [0:%.6f]\n", nl ? nl - 1 : 0,
+		lmax > 0 ? lmax * 1.05 : 1.0);
+	fputs("set title ", gp);
+	gp_str(gp, b2);
+	fputs(" font ',11'\nset ytics (", gp);
+	for (int i = 0; i < nl; i++) {
+		if (i)
+			fputs(", ", gp);
+		gp_str(gp, first.layers[i].name);
+		fprintf(gp, " %d", nl - 1 - i);
+	}
+	fputs(")\nplot ", gp);
+	for (int k = 0; k < LIVE_NKINDS; k++) {
+		if (k)
+			fputs(", \\\n  ", gp);
+		gp_data(gp, f, "live-layers.dat");
+		fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
+			"lc rgb '%s' notitle", k, live_colours[k]);
+	}
+	fputs("\nunset multiplot\n", gp);
+	ret = 0;
+out:
+	if (d)
+		fclose(d);
+	free(first.layers);
+	return ret;
+}
+
 /* ------------------------------------------------------------ entry */
 
 int plot_make(struct store *s, const struct plot_request *req, char *err, size_t errlen)
@@ -1219,6 +1738,8 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 	case PLOT_BATCH: ok = fig_batch(&f, runs, n, err, errlen) == 0; break;
 	case PLOT_FRAG: ok = fig_frag(&f, runs, n, err, errlen) == 0; break;
 	case PLOT_COMPARE: ok = fig_compare(&f, runs, n, err, errlen) == 0; break;
+	case PLOT_PARETO: ok = fig_pareto(&f, runs, n, err, errlen) == 0; break;
+	case PLOT_LIVE: ok = fig_live(s, &f, runs, n, err, errlen) == 0; break;
 	default: break;
 	}
 done:
