@@ -515,7 +515,9 @@ static void wrap_label(const char *in, char *out, size_t len, size_t width)
 	for (const char *p = in; *p && k + 2 < len; p++) {
 		out[k++] = *p;
 		col++;
-		if ((*p == ',' || *p == ' ') && col >= width && p[1] && k + 2 < len) {
+		size_t next = strcspn(p + 1, ", ");
+		if ((*p == ',' || *p == ' ') && col + next >= width && col >= 4 && p[1] &&
+		    k + 2 < len) {
 			if (*p == ' ')
 				k--;
 			out[k++] = '\n';
@@ -1335,6 +1337,26 @@ static int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *e
 			 left_out);
 		goto out;
 	}
+	/* only a run far above the median (BFC's whole-device preset) is
+	 * clipped: reserved, not live, bytes are what this figure compares */
+	{
+		double *v = malloc((size_t)nt * sizeof *v);
+		if (!v) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < nt; i++)
+			v[i] = gib(pt[i]->peak_reserved);
+		for (int i = 1; i < nt; i++)
+			for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+				double t = v[j];
+				v[j] = v[j - 1];
+				v[j - 1] = t;
+			}
+		if (v[nt / 2] > live_top)
+			live_top = v[nt / 2];
+		free(v);
+	}
 	for (int i = 0; i < nt; i++) {
 		double v = on_scale(gib(pt[i]->peak_reserved), live_top);
 		vis = v > vis ? v : vis;
@@ -1528,9 +1550,9 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 	uint64_t rk[LIVE_MAX_RUNS][LIVE_NKINDS], lk[LIVE_SHOW_LAYERS + 1][LIVE_NKINDS];
 	const struct plot_run *sel[LIVE_MAX_RUNS];
 	struct live_ctx first = {0};
-	int ns = 0, ret = -1, nl = 0, ntr = 1, has_kind[LIVE_NKINDS] = {0};
-	double xmax = 0, lmax = 0;
-	char b1[128], b2[160], idb[24];
+	int ns = 0, ret = -1, nl = 0, ntr = 1, has_kind[LIVE_NKINDS] = {0}, lay_run = 0;
+	double xmax = 0, lmax = 0, res_top = 0;
+	char b1[128], b2[320], idb[24];
 	FILE *d = NULL;
 	memset(rk, 0, sizeof rk);
 	memset(lk, 0, sizeof lk);
@@ -1567,19 +1589,36 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 			tot += gib(l.kind_bytes[k]);
 			has_kind[k] |= l.kind_bytes[k] != 0;
 		}
-		if (gib(runs[i].peak_reserved) > tot)
-			tot = gib(runs[i].peak_reserved);
 		xmax = tot > xmax ? tot : xmax;
-		if (!ns++)
+		/* the layers of the default PyTorch setting when there is one
+		 * (what most users run), else of the first run */
+		int pick = !first.layers || (!strcmp(runs[i].policy, "pytorch") && !*runs[i].conf &&
+					     !(strcmp(sel[lay_run]->policy, "pytorch") == 0 &&
+					       !*sel[lay_run]->conf));
+		if (pick) {
+			free(first.layers);
 			first = l;
-		else
+			lay_run = ns;
+		} else {
 			free(l.layers);
+		}
+		ns++;
 	}
 	if (!ns) {
 		snprintf(err, errlen, "no selected run has a live-at-peak record (table peak_live): "
 			 "runs stored by an older gpumemsim; run them again");
 		goto out;
 	}
+	/* reserved bytes far above every live set (a preallocating allocator)
+	 * are cut at the axis end and labelled */
+	for (int i = 0; i < ns; i++) {
+		double r = gib(sel[i]->peak_reserved);
+		if (r > res_top && r <= OFF_SCALE_FACTOR * xmax)
+			res_top = r;
+	}
+	if (res_top > xmax)
+		xmax = res_top;
+	xmax = xmax > 0 ? xmax * 1.05 : 1.0;
 	qsort(first.layers, (size_t)first.nlayers, sizeof *first.layers, cmp_layer);
 	nl = first.nlayers < LIVE_SHOW_LAYERS ? first.nlayers : LIVE_SHOW_LAYERS;
 	for (int i = 0; i < nl; i++) {
@@ -1598,12 +1637,14 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 			live += gib(rk[i][k]);
 		double res = gib(sel[i]->peak_reserved);
 		if (res > live) {
-			fprintf(d, "%d %.6f %.6f\n", ns - 1 - i, live, res);
+			char b3[32];
+			fprintf(d, "%d %.6f %.6f \"%s\"\n", ns - 1 - i, live, res > xmax ? xmax : res,
+				res > xmax ? cli_fmt_bytes(sel[i]->peak_reserved, b3, sizeof b3) : "");
 			anyfree = 1;
 		}
 	}
 	if (!anyfree)
-		fputs("? ? ?\n", d);
+		fputs("? ? ? \"\"\n", d);
 	if (fig_close_file(d, "live-runs.dat", err, errlen) < 0) {
 		d = NULL;
 		goto out;
@@ -1628,12 +1669,12 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 	fputs(" font ',14'\n", gp);
 	fputs("set style fill solid 0.9 border rgb '#333333'\nunset grid\n"
 	      "set grid xtics lc rgb '#d8d8d8'\nset tmargin at screen 0.84\n"
-	      "set bmargin at screen 0.2\nset ytics nomirror scale 0 font ',10'\n", gp);
+	      "set bmargin at screen 0.12\nset ytics nomirror scale 0 font ',10'\n", gp);
 	/* left: runs */
-	fprintf(gp, "set lmargin at screen 0.2\nset rmargin at screen 0.47\n"
+	fprintf(gp, "set lmargin at screen 0.2\nset rmargin at screen 0.5\n"
 		"set yrange [-0.6:%d.6]\nset xrange [0:%.6f]\nset xlabel 'GiB at the peak'\n"
-		"set title 'per run: live bytes by kind, grey: reserved but not live'\n", ns - 1,
-		xmax * 1.05);
+		"set title 'per run: live bytes by kind, hatched: reserved, not live' font ',12'\n",
+		ns - 1, xmax);
 	fputs("set ytics (", gp);
 	for (int i = 0; i < ns; i++) {
 		char w[256], w2[128];
@@ -1648,8 +1689,8 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 		gp_str(gp, w);
 		fprintf(gp, " %d", ns - 1 - i);
 	}
-	fputs(")\nset key at screen 0.5, screen 0.1 center center horizontal maxcols 8 "
-	      "font ',11' samplen 1.5\n", gp);
+	fputs(")\nset key at screen 0.995, screen 0.84 right top vertical Left reverse "
+	      "font ',10' samplen 1.2 spacing 1.1\n", gp);
 	fputs("plot ", gp);
 	int first_term = 1;
 	for (int k = 0; k < LIVE_NKINDS; k++) {
@@ -1664,11 +1705,15 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 	fputs(", \\\n  ", gp);
 	gp_data(gp, f, "live-runs.dat");
 	fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
-		"fs pattern 4 lc rgb '#aaaaaa' title 'reserved, not live'\n", LIVE_NKINDS);
+		"fs pattern 4 lc rgb '#aaaaaa' title 'reserved, not live', \\\n  ", LIVE_NKINDS);
+	gp_data(gp, f, "live-runs.dat");
+	fprintf(gp, " index %d using (%.6f):1:(strlen(strcol(4)) ? strcol(4).' reserved, off scale'"
+		" : '') with labels right offset -0.5,0 font ',10' notitle\n", LIVE_NKINDS,
+		xmax * 0.98);
 	/* right: layers of the first run */
-	snprintf(b2, sizeof b2, "largest layers of run %" PRId64 " (%s)", sel[0]->id,
-		 plot_run_setting(sel[0], b1, sizeof b1));
-	fputs("unset key\nset lmargin at screen 0.66\nset rmargin at screen 0.97\n", gp);
+	snprintf(b2, sizeof b2, "largest layers (innermost NVTX\nrange at allocation), run %"
+		 PRId64 "\n%s", sel[lay_run]->id, plot_run_setting(sel[lay_run], b1, sizeof b1));
+	fputs("unset key\nset lmargin at screen 0.65\nset rmargin at screen 0.83\n", gp);
 	fprintf(gp, "set yrange [-0.6:%d.6]\nset xrange [0:%.6f]\n", nl ? nl - 1 : 0,
 		lmax > 0 ? lmax * 1.05 : 1.0);
 	fputs("set title ", gp);
