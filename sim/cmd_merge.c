@@ -34,16 +34,6 @@ static void usage(FILE *f)
 	      "Exit status: 0 ok, 1 failure (the message names the file), 2 usage.\n", f);
 }
 
-static void remove_db(const char *path)
-{
-	char buf[4096];
-	unlink(path);
-	snprintf(buf, sizeof buf, "%s-wal", path);
-	unlink(buf);
-	snprintf(buf, sizeof buf, "%s-shm", path);
-	unlink(buf);
-}
-
 static int same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
@@ -151,7 +141,7 @@ int cmd_merge(int argc, char **argv)
 done:
 	store_close(st);
 	if (tmp[0])
-		remove_db(tmp);
+		store_remove_files(tmp);
 	free(in);
 	return ret;
 }

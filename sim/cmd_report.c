@@ -143,6 +143,31 @@ struct report {
 	char figs[REPORT_MAX_FIGS][32];
 };
 
+static int count_row(void *ctx, int ncols, const char *const *cols)
+{
+	(void)ncols;
+	(void)cols;
+	++*(int *)ctx;
+	return 1;
+}
+
+/* Whether a selected run of the trace at RUNS[I] has a live-at-peak
+ * record (runs stored by an older gpumemsim have none). */
+static int trace_has_live(struct report *r, const struct plot_run *runs, int n, int i)
+{
+	char err[256];
+	for (int j = i; j < n && runs[j].trace_crc32 == runs[i].trace_crc32; j++) {
+		char id[24];
+		int found = 0;
+		snprintf(id, sizeof id, "%" PRId64, runs[j].id);
+		const char *params[1] = {id};
+		if (store_query(r->s, "SELECT 1 FROM peak_live WHERE run_id=?1 LIMIT 1", params, 1,
+				count_row, &found, err, sizeof err) >= 0 && found)
+			return 1;
+	}
+	return 0;
+}
+
 /* One figure, inlined in the page and linked from the Markdown. A figure
  * that cannot be drawn (e.g. too many runs) is a note, not a failure. */
 static int add_figure(struct report *r, enum plot_kind kind, const char *extra_where,
@@ -451,9 +476,11 @@ static int write_body(struct report *r, const struct plot_run *runs, int n, cons
 	table_ooms(r, runs, n);
 
 	heading(&r->p, "Figures");
-	para(&r->p, "Not drawn yet, for want of data in the store: NVTX phase shading of the "
-	     "timelines, predicted step time, time against memory (Pareto) of caching and "
-	     "fusion what-ifs, and what is live at the peak by layer and kind.");
+	para(&r->p, "Timelines shade the NVTX phases (forward, backward, optimizer) of their "
+	     "first run. Per trace, where the data exists: predicted step time against peak "
+	     "reserved (runs made with `gpumemsim run --timing`), and what is live at the "
+	     "peak by kind and layer (kinds are heuristics from the NVTX ranges; "
+	     "docs/schema.md, table peak_live).");
 	/* peak against batch, per model with at least two batch sizes */
 	for (int i = 0; i < n; i++) {
 		if (batch_of(&runs[i]) < 0 || (i && !strcmp(runs[i].model, runs[i - 1].model)))
@@ -482,6 +509,19 @@ static int write_body(struct report *r, const struct plot_run *runs, int n, cons
 		snprintf(buf, sizeof buf, "Memory over time, %s", tt);
 		if (add_figure(r, PLOT_TIMELINE, where, NULL, NULL, buf) < 0)
 			return -1;
+		int timed = 0;
+		for (int j = i; j < n && runs[j].trace_crc32 == runs[i].trace_crc32; j++)
+			timed += runs[j].step_time_ns > 0 && strcmp(runs[j].policy, "optimal");
+		if (timed) {
+			snprintf(buf, sizeof buf, "Step time against memory (Pareto), %s", tt);
+			if (add_figure(r, PLOT_PARETO, where, NULL, NULL, buf) < 0)
+				return -1;
+		}
+		if (trace_has_live(r, runs, n, i)) {
+			snprintf(buf, sizeof buf, "What is live at the peak, by kind and layer, %s", tt);
+			if (add_figure(r, PLOT_LIVE, where, NULL, NULL, buf) < 0)
+				return -1;
+		}
 	}
 	if (add_figure(r, PLOT_FRAG, NULL, NULL, NULL, "Fragmentation per setting and trace") < 0)
 		return -1;

@@ -304,16 +304,6 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 		printf("run id           %" PRId64 " in %s\n", run_id, db);
 }
 
-static void remove_db(const char *path)
-{
-	char buf[4096];
-	unlink(path);
-	snprintf(buf, sizeof buf, "%s-wal", path);
-	unlink(buf);
-	snprintf(buf, sizeof buf, "%s-shm", path);
-	unlink(buf);
-}
-
 /* Exit codes as cli.h says; an OOM in the replay is a result (0). */
 int cmd_run(int argc, char **argv)
 {
@@ -389,7 +379,7 @@ int cmd_run(int argc, char **argv)
 out:
 	store_close(st);
 	if (db_created)
-		remove_db(a.db);
+		store_remove_files(a.db);
 	sim_result_free(&res);
 	return ret;
 }

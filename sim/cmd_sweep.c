@@ -588,16 +588,6 @@ out:
 	return ret;
 }
 
-static void remove_db(const char *path)
-{
-	char buf[4096];
-	unlink(path);
-	snprintf(buf, sizeof buf, "%s-wal", path);
-	unlink(buf);
-	snprintf(buf, sizeof buf, "%s-shm", path);
-	unlink(buf);
-}
-
 /* Exit codes as cli.h says, plus 128+signal when interrupted. */
 int cmd_sweep(int argc, char **argv)
 {
@@ -713,7 +703,7 @@ int cmd_sweep(int argc, char **argv)
 out:
 	store_close(st);
 	if (db_created && ret != 0)
-		remove_db(a.db);
+		store_remove_files(a.db);
 	free(todo);
 	plan_free(&p);
 	free(a.traces.v);

@@ -48,6 +48,15 @@ struct cost_model {
 	 * call the policy makes (the fitted costs were measured under it). */
 	double host_scale;            /* 1 = the host runs as fast as recorded */
 	double api_overhead_ns;       /* 0 = none removed */
+	/* 1 (default): host_scale also scales the fitted device-call costs.
+	 * 0: it does not; a profiler's overhead sits in the host gaps and the
+	 * framework's calls, not in the driver's cudaMalloc/cudaFree work
+	 * (docs/timing.md, "Where the capture overhead is"). The engine always
+	 * multiplies device-call costs by host_scale, so with 0 cost_parse
+	 * stores the curves and map/unmap costs divided by host_scale (the
+	 * product is the fitted cost) and call_div records that divisor. */
+	int scale_calls;
+	double call_div;              /* 1 = the call costs are stored as fitted */
 	/* provenance: how many API samples the fit used (0 = defaults) */
 	uint64_t n_malloc, n_free;
 };
@@ -70,8 +79,10 @@ void cost_defaults(struct cost_model *m);
 /* Apply knobs "key=value,..." (':' also accepted) over M. Keys:
  * malloc_us, malloc_large_us, malloc_us_per_mib, free_us, free_large_us,
  * free_us_per_mib, map_us, unmap_us, hit_us, free_sync (0|1),
- * api_overhead_us, host_scale (a factor, 0.01 to 100).
- * -1 with ERR naming the knob. */
+ * api_overhead_us, host_scale (a factor, 0.01 to 100), scale_calls (0|1).
+ * Call costs given as knobs are the costs wanted on the target host, as
+ * fitted ones are. Parsing M again is safe: the scale_calls division is
+ * undone first and redone last. -1 with ERR naming the knob. */
 int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen);
 
 /* Host ns of one call of BYTES on curve C. */

@@ -1260,7 +1260,7 @@ static int fig_compare(struct fig *f, const struct plot_run *runs, int n, char *
 	gp_data(gp, f, "compare.dat");
 	fputs(" using 5:1:6 with labels left offset 0.5,0 font ',11'\n", gp);
 	fputs("unset arrow\nset lmargin at screen 0.68\nset rmargin at screen 0.96\n"
-	      "set ytics format '' scale 0\n", gp);
+	      "unset ytics\n", gp);
 	fprintf(gp, "set title 'device allocations'\nset xlabel 'cudaMalloc + map calls%s'\n",
 		logx ? " (log scale)" : "");
 	if (logx)
@@ -1520,7 +1520,7 @@ static int cmp_layer(const void *a, const void *b)
 }
 
 /* Stacked horizontal bars, LIVE_NKINDS blocks, row y = NROWS-1-i. */
-static void live_bars(FILE *d, const uint64_t (*rows)[LIVE_NKINDS], int nrows)
+static void live_bars(FILE *d, const uint64_t (*rows)[LIVE_NKINDS], int nrows, double unit)
 {
 	for (int k = 0; k < LIVE_NKINDS; k++) {
 		if (k)
@@ -1530,10 +1530,10 @@ static void live_bars(FILE *d, const uint64_t (*rows)[LIVE_NKINDS], int nrows)
 		for (int i = 0; i < nrows; i++) {
 			double x0 = 0;
 			for (int j = 0; j < k; j++)
-				x0 += gib(rows[i][j]);
+				x0 += (double)rows[i][j] / unit;
 			if (!rows[i][k])
 				continue;
-			fprintf(d, "%d %.6f %.6f\n", nrows - 1 - i, x0, x0 + gib(rows[i][k]));
+			fprintf(d, "%d %.6f %.6f\n", nrows - 1 - i, x0, x0 + (double)rows[i][k] / unit);
 			any = 1;
 		}
 		if (!any)
@@ -1628,7 +1628,7 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 	d = fig_file(f, "live-runs.dat", err, errlen);
 	if (!d)
 		goto out;
-	live_bars(d, (const uint64_t (*)[LIVE_NKINDS])rk, ns);
+	live_bars(d, (const uint64_t (*)[LIVE_NKINDS])rk, ns, GIB);
 	fputs("\n\n# reserved, not live: y from_GiB to_GiB\n", d);
 	int anyfree = 0;
 	for (int i = 0; i < ns; i++) {
@@ -1652,7 +1652,11 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 	d = fig_file(f, "live-layers.dat", err, errlen);
 	if (!d)
 		goto out;
-	live_bars(d, (const uint64_t (*)[LIVE_NKINDS])lk, nl);
+	/* small layers read better in MiB */
+	int lmib = lmax < 1.0;
+	live_bars(d, (const uint64_t (*)[LIVE_NKINDS])lk, nl, lmib ? GIB / 1024.0 : GIB);
+	if (lmib)
+		lmax *= 1024.0;
 	if (fig_close_file(d, "live-layers.dat", err, errlen) < 0) {
 		d = NULL;
 		goto out;
@@ -1669,7 +1673,8 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 	fputs(" font ',14'\n", gp);
 	fputs("set style fill solid 0.9 border rgb '#333333'\nunset grid\n"
 	      "set grid xtics lc rgb '#d8d8d8'\nset tmargin at screen 0.84\n"
-	      "set bmargin at screen 0.12\nset ytics nomirror scale 0 font ',10'\n", gp);
+	      "set bmargin at screen 0.12\nset ytics nomirror scale 0 font ',10'\n"
+	      "set tmargin at screen 0.78\n", gp);
 	/* left: runs */
 	fprintf(gp, "set lmargin at screen 0.2\nset rmargin at screen 0.5\n"
 		"set yrange [-0.6:%d.6]\nset xrange [0:%.6f]\nset xlabel 'GiB at the peak'\n"
@@ -1689,20 +1694,17 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 		gp_str(gp, w);
 		fprintf(gp, " %d", ns - 1 - i);
 	}
-	fputs(")\nset key at screen 0.995, screen 0.84 right top vertical Left reverse "
+	fputs(")\nset key at screen 0.995, screen 0.78 right top vertical Left reverse "
 	      "font ',10' samplen 1.2 spacing 1.1\n", gp);
 	fputs("plot ", gp);
-	int first_term = 1;
+	/* kinds without bytes get no term: no empty data warnings */
 	for (int k = 0; k < LIVE_NKINDS; k++) {
-		if (!first_term)
-			fputs(", \\\n  ", gp);
-		first_term = 0;
+		if (!has_kind[k])
+			continue;
 		gp_data(gp, f, "live-runs.dat");
 		fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
-			"lc rgb '%s' title '%s'", k, live_colours[k],
-			has_kind[k] ? live_kinds[k] : "");
+			"lc rgb '%s' title '%s', \\\n  ", k, live_colours[k], live_kinds[k]);
 	}
-	fputs(", \\\n  ", gp);
 	gp_data(gp, f, "live-runs.dat");
 	fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
 		"fs pattern 4 lc rgb '#aaaaaa' title 'reserved, not live', \\\n  ", LIVE_NKINDS);
@@ -1711,9 +1713,11 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 		" : '') with labels right offset -0.5,0 font ',10' notitle\n", LIVE_NKINDS,
 		xmax * 0.98);
 	/* right: layers of the first run */
-	snprintf(b2, sizeof b2, "largest layers (innermost NVTX\nrange at allocation), run %"
-		 PRId64 "\n%s", sel[lay_run]->id, plot_run_setting(sel[lay_run], b1, sizeof b1));
-	fputs("unset key\nset lmargin at screen 0.65\nset rmargin at screen 0.83\n", gp);
+	snprintf(b2, sizeof b2, "largest layers (innermost NVTX range\nat allocation), run %"
+		 PRId64 ": %s", sel[lay_run]->id, plot_run_setting(sel[lay_run], b1, sizeof b1));
+	fputs("unset key\nset lmargin at screen 0.65\nset rmargin at screen 0.83\n"
+	      "set xtics font ',10'\n", gp);
+	fprintf(gp, "set xlabel '%s at the peak'\n", lmib ? "MiB" : "GiB");
 	fprintf(gp, "set yrange [-0.6:%d.6]\nset xrange [0:%.6f]\n", nl ? nl - 1 : 0,
 		lmax > 0 ? lmax * 1.05 : 1.0);
 	fputs("set title ", gp);
@@ -1726,8 +1730,14 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 		fprintf(gp, " %d", nl - 1 - i);
 	}
 	fputs(")\nplot ", gp);
+	int nterm = 0;
 	for (int k = 0; k < LIVE_NKINDS; k++) {
-		if (k)
+		int any = 0;
+		for (int i = 0; i < nl; i++)
+			any |= lk[i][k] != 0;
+		if (!any)
+			continue;
+		if (nterm++)
 			fputs(", \\\n  ", gp);
 		gp_data(gp, f, "live-layers.dat");
 		fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "

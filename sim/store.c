@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "json.h"
@@ -832,4 +833,18 @@ out:
 int store_relaxed_sync(struct store *s, char *err, size_t errlen)
 {
 	return exec(s, "PRAGMA synchronous=NORMAL", err, errlen);
+}
+
+void store_remove_files(const char *path)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm"};
+	size_t n = strlen(path) + 5;
+	char *buf = malloc(n);
+	for (size_t i = 0; buf && i < 3; i++) {
+		snprintf(buf, n, "%s%s", path, suffixes[i]);
+		unlink(buf);
+	}
+	if (!buf)
+		unlink(path);
+	free(buf);
 }

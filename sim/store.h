@@ -2,7 +2,8 @@
  * store.h: run results in SQLite. The only file that includes sqlite3.h is
  * store.c. Schema (versioned, documented in docs/schema.md): one row per run
  * in `runs`, its labels, the policy's own stats, a downsampled timeline and
- * notable events. One transaction per run, WAL journal; a failed run writes
+ * notable events, what was live at the peak (peak_live) and the top-level
+ * NVTX ranges (ranges). One transaction per run, WAL journal; a failed run writes
  * nothing.
  */
 #ifndef SIM_STORE_H
@@ -68,5 +69,9 @@ int store_merge(struct store *s, const char *const *inputs, size_t ninputs,
 int store_relaxed_sync(struct store *s, char *err, size_t errlen);
 
 void store_close(struct store *s);
+
+/* Delete the database file PATH and its WAL companions (-wal, -shm): what a
+ * command does with a database it created when its run fails. */
+void store_remove_files(const char *path);
 
 #endif /* SIM_STORE_H */

@@ -7,6 +7,7 @@
  * what the probe says it did.
  */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,13 +449,14 @@ Test(capture_launcher, usage_and_failures)
 
 /* ------------------------------------------------------------- traces captured on the H200 */
 
-Test(capture_data, probe_trace_matches_what_the_probe_did)
+/* the checker's report goes to stdout: captured, so the test log stays readable */
+Test(capture_data, probe_trace_matches_what_the_probe_did, .init = cr_redirect_stdout)
 {
 	cr_assert_eq(gpu_probe_check("capture/tests/data/probe.trace.gz",
 				     "capture/tests/data/probe.expect"), 0);
 }
 
-Test(capture_data, probe_check_catches_a_wrong_expectation)
+Test(capture_data, probe_check_catches_a_wrong_expectation, .init = cr_redirect_stdout)
 {
 	char exp[] = "/tmp/test_capture_expect_XXXXXX";
 	int fd = mkstemp(exp);
