@@ -100,19 +100,22 @@ echo "\`measurements/steps/resnet50-bB-{nocache,caching}-plain.json\`."
 echo
 echo "### Round trip (cuda_malloc, no correction)"
 echo
-echo "| batch | captured (measured) | trace's own steps (recorded) | round trip, predicted | error |"
-echo "|---|---|---|---|---|"
+echo "| batch | captured (measured) | trace's own steps (recorded) | round trip, predicted | error | earlier quiet capture, no trace | fitted cudaMalloc / cudaFree, small |"
+echo "|---|---|---|---|---|---|---|"
 for b in 32 64; do
-	echo "| $b | ${QCAP[$b]} ms | ${QREC[$b]} ms | ${QRT[$b]} ms | $(err "${QRT[$b]}" "${QCAP[$b]}") |"
+	fc=$("$G" run "$Q/torch-resnet50-b$b.trace.gz" --policy cuda_malloc --timing --no-db --json |
+		jq -r '.timing | "\(.malloc_us * 100 | round / 100) / \(.free_us * 100 | round / 100) us"')
+	echo "| $b | ${QCAP[$b]} ms | ${QREC[$b]} ms | ${QRT[$b]} ms | $(err "${QRT[$b]}" "${QCAP[$b]}") | $(measured resnet50-b$b-nocache-capture.json) ms | $fc |"
 done
 echo
 echo "### What the trace says about the capture's own cost (steps 3-5, per step)"
 echo
-echo "| batch | kept API calls | of them cudaMalloc/cudaFree | launches, median | cudaMalloc, fastest 10% | host gaps between calls | GPU busy | captured - uncaptured, per kept call |"
+echo "| batch | API records | of them cudaMalloc/cudaFree | launch, median | cudaMalloc, 10th percentile | host gaps between API records | GPU busy | (captured - uncaptured step) / API records |"
 echo "|---|---|---|---|---|---|---|---|"
 for b in 32 64; do
 	tr=$Q/torch-resnet50-b$b.trace.gz
-	"$G" trace cat "$tr" | awk -v w="${QW[$b]}" -v cap="${QCAP[$b]}" -v plain="${PLAIN[$b]}" -v b="$b" '
+	last=$(jq -r '.step_s[-1] * 1e9 | round' "$Q/torch-resnet50-b$b.capture.json")
+	"$G" trace cat "$tr" | awk -v w="${QW[$b]}" -v cap="${QCAP[$b]}" -v plain="${PLAIN[$b]}" -v b="$b" -v last="$last" '
 	# times have 19 digits, more than a double holds exactly: split them
 	function tt(x,   n, hi) { n = length(x); if (n <= 15) return x + 0; hi = substr(x, 1, n - 15) + 0
 		if (base == "") base = hi; return (hi - base) * 1e15 + substr(x, n - 14) }
@@ -120,14 +123,14 @@ for b in 32 64; do
 	$1 == "r" && $4 ~ /^"step/ { ns++; st[ns] = tt($2); next }
 	{ line[NR] = $0 }
 	END {
-		lo = st[w + 1]; hi = st[ns] + 1e18; nsteps = ns - w
-		# the last step ends at the last record: use the capture mean for it
+		# the last step has no next start: it lasts what the capture measured
+		lo = st[w + 1]; hi = st[ns] + last; nsteps = ns - w
 		for (i = 1; i <= NR; i++) {
 			if (!(i in line)) continue
 			split(line[i], f, " ")
 			if (f[1] !~ /^[kcmp]$/) continue
 			f[2] = tt(f[2]); f[3] = tt(f[3])
-			if (f[2] < lo) continue
+			if (f[2] < lo || f[2] >= hi) continue
 			if (f[1] == "k" || f[1] == "c" || f[1] == "m") {
 				if (f[2] > gend) { busy += (gend > gs ? gend - gs : 0); gs = f[2]; gend = f[3] }
 				else if (f[3] > gend) gend = f[3]
@@ -141,9 +144,9 @@ for b in 32 64; do
 			pe = f[3]
 		}
 		busy += gend - gs
-		for (i = 1; i <= nmal; i++) s[i] = mal[i]
-		m10 = med(s, int(nmal / 10))
-		printf "| %s | %.0f | %.0f | %.1f us | <= %.1f us | %.1f ms | %.1f ms | %.1f us |\n", b, np / nsteps, nm / nsteps,
+		med(mal, nmal) # sorts it
+		m10 = mal[int(nmal / 10) + 1]
+		printf "| %s | %.0f | %.0f | %.1f us | %.2f us | %.1f ms | %.1f ms | %.1f us |\n", b, np / nsteps, nm / nsteps,
 			med(lau, nl) / 1e3, m10 / 1e3, gap / nsteps / 1e6, busy / nsteps / 1e6,
 			(cap - plain) * 1e3 / (np / nsteps)
 	}'
@@ -188,6 +191,21 @@ for b in 32 64; do
 			done
 		done
 	done
+done
+echo
+echo "Transfer: everything fitted on b32 (G's host_scale and b32's fitted"
+echo "cudaMalloc/cudaFree cost curves) replayed on the b64 trace:"
+echo
+echo "| batch | what | measured | correction | sample | predicted | error |"
+echo "|---|---|---|---|---|---|---|"
+cc=$("$G" run "$Q/torch-resnet50-b32.trace.gz" --policy cuda_malloc --timing --no-db --json |
+	jq -r '.timing | "malloc_us=\(.malloc_us),malloc_large_us=\(.malloc_large_us),malloc_us_per_mib=\(.malloc_us_per_mib),free_us=\(.free_us),free_large_us=\(.free_large_us),free_us_per_mib=\(.free_us_per_mib)"')
+k="$(knobs g "${FP[g32]% !}"),$cc"
+for pol in cuda_malloc pytorch; do
+	if [ $pol = pytorch ]; then what="(a) caching on, pytorch"; ms=${CACHE[64]}
+	else what="(b) no caching, cuda_malloc"; ms=${PLAIN[64]}; fi
+	p=$(step "$Q/torch-resnet50-b64.trace.gz" "$pol" "$k" "${QW[64]}")
+	echo "| 64 | $what | $ms ms | G and call costs of b32 | out | $p ms | $(err "$p" "$ms") |"
 done
 echo
 # ------------------------------------------------------------ contended captures

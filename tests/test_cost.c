@@ -311,3 +311,53 @@ Test(cost, host_scale_and_api_overhead)
 	cr_assert(strstr(err, "host_scale") != NULL, "%s", err);
 	unlink(path);
 }
+
+/* scale_calls=0: host_scale shrinks the host's own intervals but not the
+ * driver's cudaMalloc cost; cost_parse keeps the division idempotent. */
+Test(cost, scale_calls_keeps_device_costs)
+{
+	struct cost_model m;
+	char err[256] = "";
+	cost_defaults(&m);
+	cr_assert_eq(m.scale_calls, 1);
+	cr_assert_float_eq(m.call_div, 1.0, 1e-12);
+	cr_assert_eq(cost_parse(&m, "scale_calls=0,host_scale=0.5", err, sizeof err), 0, "%s", err);
+	/* stored pre-divided: the engine's x0.5 gives back 8 us */
+	cr_assert_float_eq(m.malloc_c.small_ns, 16000, 1e-6);
+	cr_assert_float_eq(m.free_c.large_ns_per_mib, 1600, 1e-6);
+	cr_assert_float_eq(m.map_ns, 120000, 1e-6);
+	cr_assert_float_eq(m.hit_ns, 1000, 1e-9); /* never scaled by the engine */
+	cr_assert_float_eq(m.call_div, 0.5, 1e-12);
+	/* a second parse neither divides twice nor divides the new knob wrongly */
+	cr_assert_eq(cost_parse(&m, "malloc_us=10", err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.malloc_c.small_ns, 20000, 1e-6);
+	cr_assert_float_eq(m.free_c.small_ns, 10000, 1e-6);
+	cr_assert_eq(cost_parse(&m, "scale_calls=1", err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.malloc_c.small_ns, 10000, 1e-6);
+	cr_assert_float_eq(m.free_c.small_ns, 5000, 1e-6);
+	cr_assert_float_eq(m.call_div, 1.0, 1e-12);
+	cr_assert_lt(cost_parse(&m, "scale_calls=2", err, sizeof err), 0);
+	cr_assert(strstr(err, "scale_calls") != NULL, "%s", err);
+
+	/* the replay: one small cudaMalloc (defaults: 8 us), 12 us of host
+	 * gap, a launch of 1 us and its kernel */
+	char path[64];
+	write_trace(path, sizeof path,
+		    "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaLaunchKernel\nS 2 kern\n"
+		    "p 0 8000 0 1\n"
+		    "a 1 0x1000 4096 - 3 0 1 -\n"
+		    "p 20000 21000 1 2\n"
+		    "k 21000 21100 7 2 1,1,1 1,1,1 0 0 2\n"
+		    "end 4 0\n");
+	struct sim_result r1, r0;
+	cr_assert_eq(cost_fit_trace(path, "host_scale=0.5", &m, err, sizeof err), 0, "%s", err);
+	run_timed(path, &m, &r1);
+	cr_assert_eq(cost_fit_trace(path, "host_scale=0.5,scale_calls=0", &m, err, sizeof err), 0, "%s", err);
+	run_timed(path, &m, &r0);
+	/* the malloc costs 8 us instead of 4 us; everything else is alike */
+	cr_assert_eq(r0.sim_duration_ns, r1.sim_duration_ns + 4000, "%lu vs %lu",
+		     (unsigned long)r0.sim_duration_ns, (unsigned long)r1.sim_duration_ns);
+	sim_result_free(&r1);
+	sim_result_free(&r0);
+	unlink(path);
+}

@@ -182,6 +182,8 @@ Test(peak_live, plot_live_and_pareto)
 	char db[128], dir[160], cmd[1024];
 	if (!th_have("gnuplot"))
 		cr_skip_test("gnuplot not installed");
+	const char *bin = th_bin(); /* skips without the binary, before making files */
+	(void)bin;
 	write_trace();
 	th_tmpname(db, sizeof db, "peaklive_plot");
 	unlink(db);
