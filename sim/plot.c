@@ -154,7 +154,7 @@ int plot_check_where(const char *where, char *err, size_t errlen)
 enum { R_ID, R_PATH, R_CRC, R_POLICY, R_CONF, R_CAP, R_RES, R_ALLOC, R_REQ, R_DALLOC,
        R_DFREE, R_FRAG, R_OOM, R_NOOM, R_OOM_T, R_OOM_BYTES, R_OOM_LINE, R_OOM_ALLOC,
        R_OOM_RES, R_OOM_LFREE, R_OOM_CFREE, R_TDUR, R_SDUR, R_MODEL, R_BATCH, R_COMPLETE,
-       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_STEP, R_N };
+       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_STEP, R_TIMED, R_N };
 
 struct load_ctx {
 	struct plot_run *runs;
@@ -219,6 +219,7 @@ static int load_row(void *vctx, int ncols, const char *const *c)
 	r->oom_limit = u64_of(c[R_OOM_LIMIT]);
 	r->oom_verdict = dup_or_empty(c[R_OOM_VERDICT], &l->failed);
 	r->step_time_ns = u64_of(c[R_STEP]);
+	r->timed = u64_of(c[R_TIMED]) != 0;
 	return l->failed;
 }
 
@@ -244,9 +245,9 @@ int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_r
 {
 	static const char head[] =
 		"WITH sel AS (SELECT * FROM runs WHERE (%s) AND (%s)),"
-		" latest AS (SELECT * FROM sel r WHERE r.id=(SELECT max(x.id) FROM sel x"
+		" latest AS (SELECT * FROM sel r WHERE r.id=(SELECT x.id FROM sel x"
 		"  WHERE x.trace_crc32=r.trace_crc32 AND x.policy=r.policy AND x.conf=r.conf"
-		"  AND x.capacity=r.capacity))"
+		"  AND x.capacity=r.capacity ORDER BY x.timed DESC, x.id DESC LIMIT 1))"
 		" SELECT r.id, r.trace_path, r.trace_crc32, r.policy, r.conf, r.capacity,"
 		" r.peak_reserved, r.peak_allocated, r.peak_requested, r.device_allocs,"
 		" r.device_frees, r.fragmentation, r.oom, r.num_ooms, r.oom_t_ns, r.oom_bytes,"
@@ -255,7 +256,7 @@ int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_r
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='model'),'') AS model_l,"
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='batch'),'') AS batch_l,"
 		" r.complete, r.tool_version, r.labels_json, r.oom_limit, r.oom_verdict,"
-		" r.step_time_ns"
+		" r.step_time_ns, r.timed"
 		" FROM latest r ORDER BY model_l, CAST(batch_l AS INTEGER), batch_l, r.trace_path,"
 		" r.trace_crc32, r.policy='optimal', r.policy, r.conf<>'', r.conf, r.capacity, r.id";
 	struct load_ctx l = {0};
@@ -1308,8 +1309,8 @@ static int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *e
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
-		if (!runs[i].step_time_ns || !strcmp(runs[i].policy, "optimal")) {
-			left_out += runs[i].step_time_ns == 0;
+		if (!runs[i].timed || !runs[i].step_time_ns || !strcmp(runs[i].policy, "optimal")) {
+			left_out += !runs[i].timed || runs[i].step_time_ns == 0;
 			continue;
 		}
 		int k = 0;

@@ -47,6 +47,7 @@ struct plot_run {
 	char *oom_verdict;                   /* capacity | limit | fragmentation, or "" */
 	uint64_t trace_duration_ns, sim_duration_ns;
 	uint64_t step_time_ns;               /* predicted mean step (0: none, see --timing) */
+	int timed;                           /* step_time_ns is a prediction (--timing) */
 };
 
 /* Which runs: an SQL condition on `runs` (may be NULL) and a label filter

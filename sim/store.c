@@ -155,6 +155,7 @@ static const struct { const char *name, *decl; } added_run_columns[] = {
 	{"step_count", "INTEGER NOT NULL DEFAULT 0"},
 	{"oom_limit", "INTEGER"},
 	{"oom_verdict", "TEXT"},
+	{"timed", "INTEGER NOT NULL DEFAULT 0"},
 };
 #define N_ADDED_RUN_COLUMNS (sizeof added_run_columns / sizeof added_run_columns[0])
 
@@ -287,8 +288,8 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 		    " sim_duration_ns) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		    &s->ins_run, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_labels VALUES(?,?,?)", &s->ins_label, err, errlen) < 0 ||
-	    prepare(s, "UPDATE runs SET step_time_ns=?, step_count=?, oom_limit=?, oom_verdict=?"
-		    " WHERE id=?", &s->upd_added, err, errlen) < 0 ||
+	    prepare(s, "UPDATE runs SET step_time_ns=?, step_count=?, oom_limit=?, oom_verdict=?,"
+		    " timed=? WHERE id=?", &s->upd_added, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_stats VALUES(?,?,?)", &s->ins_stat, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO timeline VALUES(?,?,?,?)", &s->ins_tl, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO events VALUES(?,?,?,?,?,?)", &s->ins_ev, err, errlen) < 0 ||
@@ -442,7 +443,8 @@ static int save_tx(struct store *s, const struct sim_result *r, const char *tool
 		sqlite3_bind_text(s->upd_added, 4, r->oom_verdict, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s->upd_added, 4);
-	sqlite3_bind_int64(s->upd_added, 5, id);
+	sqlite3_bind_int64(s->upd_added, 5, r->timed ? 1 : 0);
+	sqlite3_bind_int64(s->upd_added, 6, id);
 	if (step_done(s->upd_added) < 0)
 		goto sqlerr;
 	if (key) {

@@ -188,7 +188,7 @@ Test(peak_live, plot_live_and_pareto)
 	th_tmpname(db, sizeof db, "peaklive_plot");
 	unlink(db);
 	snprintf(dir, sizeof dir, "%s.d", db);
-	cr_assert_eq(th_sh("%s run %s --policy cuda_malloc --db %s >/dev/null", th_bin(), trace_path,
+	cr_assert_eq(th_sh("%s run %s --policy cuda_malloc --timing --db %s >/dev/null", th_bin(), trace_path,
 			   db), 0);
 	snprintf(cmd, sizeof cmd, "%s plot live --db %s -o %s.png --data-dir %s", th_bin(), db, db, dir);
 	cr_assert_eq(th_sh("%s", cmd), 0);
