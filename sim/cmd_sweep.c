@@ -36,6 +36,7 @@ struct sweep_args {
 	int jobs, progress, json, list_only;
 	enum device_addr_mode mode;
 	uint32_t timeline_points;
+	int timing;
 };
 
 /* Everything the plan owns, freed in one place. */
@@ -80,6 +81,8 @@ static void usage(FILE *f)
 		"                       arrays; combine the shards with `gpumemsim merge`\n"
 		"  --addresses MODE     synthetic (default) or recorded\n"
 		"  --timeline-points N  timeline size per run (default 512)\n"
+		"  --timing             predict step times: each trace's cudaMalloc/cudaFree\n"
+		"                       costs fitted from its own records (as `run --timing`)\n"
 		"  --progress           progress bar on stderr even when it is not a terminal\n"
 		"  --no-progress        never a progress bar\n"
 		"  --list               print the jobs (one key a line) and run nothing\n"
@@ -196,6 +199,8 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 				return EXIT_USAGE;
 			}
 			a->timeline_points = (uint32_t)n;
+		} else if (!strcmp(o, "--timing")) {
+			a->timing = 1;
 		} else if (!strcmp(o, "--progress")) {
 			a->progress = 1;
 		} else if (!strcmp(o, "--no-progress")) {
@@ -477,7 +482,7 @@ static int plan_keys(struct plan *p, const struct sweep_args *a)
 {
 	for (size_t i = 0; i < p->njobs; i++) {
 		p->jobs[i].key = sweep_make_key(&p->jobs[i], a->mode, a->timeline_points,
-						GPUMEMSIM_VERSION);
+						a->timing, GPUMEMSIM_VERSION);
 		if (!p->jobs[i].key)
 			return -1;
 	}
@@ -663,6 +668,7 @@ int cmd_sweep(int argc, char **argv)
 		.progress = a.progress >= 0 ? a.progress : isatty(STDERR_FILENO),
 		.addr_mode = a.mode,
 		.timeline_points = a.timeline_points,
+		.timing = a.timing,
 		.tool_version = GPUMEMSIM_VERSION,
 	};
 	int xr = sweep_execute(todo, ntodo, st, &eo, &c, err, sizeof err);

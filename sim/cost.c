@@ -64,21 +64,6 @@ void cost_defaults(struct cost_model *m)
 	m->host_scale = 1.0;
 	m->api_overhead_ns = 0;
 	m->scale_calls = 1;
-	m->call_div = 1.0;
-}
-
-/* Multiply every device-call cost (both curves, map, unmap; not the hit,
- * which the engine never scales) by F. */
-static void scale_call_costs(struct cost_model *m, double f)
-{
-	struct cost_curve *c[2] = {&m->malloc_c, &m->free_c};
-	for (int i = 0; i < 2; i++) {
-		c[i]->small_ns *= f;
-		c[i]->large_ns *= f;
-		c[i]->large_ns_per_mib *= f;
-	}
-	m->map_ns *= f;
-	m->unmap_ns *= f;
 }
 
 static int set_us(const struct conf_kv *kv, double *out, char *err, size_t errlen)
@@ -110,11 +95,6 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 	const char *cur = knobs ? knobs : "";
 	struct conf_kv kv;
 	int r;
-	/* knobs and fits are costs on the target host: work on those, and
-	 * divide again at the end if scale_calls=0 asks for it */
-	if (m->call_div != 1.0 && m->call_div > 0)
-		scale_call_costs(m, m->call_div);
-	m->call_div = 1.0;
 	while ((r = conf_next(&cur, &kv, err, errlen)) > 0) {
 		size_t i, n = sizeof keys / sizeof keys[0];
 		if (!strcmp(kv.key, "free_sync") || !strcmp(kv.key, "scale_calls")) {
@@ -154,12 +134,6 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 	}
 	if (r > 0)
 		r = -1; /* left the loop on a bad knob */
-	/* the engine multiplies call costs by host_scale: pre-divide so the
-	 * product is the cost wanted */
-	if (!m->scale_calls && m->host_scale > 0 && m->host_scale != 1.0) {
-		scale_call_costs(m, 1.0 / m->host_scale);
-		m->call_div = m->host_scale;
-	}
 	return r < 0 ? -1 : 0;
 }
 

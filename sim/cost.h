@@ -51,12 +51,9 @@ struct cost_model {
 	/* 1 (default): host_scale also scales the fitted device-call costs.
 	 * 0: it does not; a profiler's overhead sits in the host gaps and the
 	 * framework's calls, not in the driver's cudaMalloc/cudaFree work
-	 * (docs/timing.md, "Where the capture overhead is"). The engine always
-	 * multiplies device-call costs by host_scale, so with 0 cost_parse
-	 * stores the curves and map/unmap costs divided by host_scale (the
-	 * product is the fitted cost) and call_div records that divisor. */
+	 * (docs/timing.md, "Where the capture overhead is"). The engine
+	 * applies host_scale to device-call costs only when this is 1. */
 	int scale_calls;
-	double call_div;              /* 1 = the call costs are stored as fitted */
 	/* provenance: how many API samples the fit used (0 = defaults) */
 	uint64_t n_malloc, n_free;
 };
@@ -81,8 +78,7 @@ void cost_defaults(struct cost_model *m);
  * free_us_per_mib, map_us, unmap_us, hit_us, free_sync (0|1),
  * api_overhead_us, host_scale (a factor, 0.01 to 100), scale_calls (0|1).
  * Call costs given as knobs are the costs wanted on the target host, as
- * fitted ones are. Parsing M again is safe: the scale_calls division is
- * undone first and redone last. -1 with ERR naming the knob. */
+ * fitted ones are; they are stored as given. -1 with ERR naming the knob. */
 int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen);
 
 /* Host ns of one call of BYTES on curve C. */

@@ -529,8 +529,10 @@ static uint64_t charge(struct engine *e, uint64_t now, int hit)
 		ns = (uint64_t)e->cost->hit_ns;
 	else if (calls) {
 		/* the fitted costs were measured on the captured host: the
-		 * same correction as its recorded intervals */
-		ns = host_ns(e, ns);
+		 * same correction as its recorded intervals, unless the model
+		 * says the capture's overhead is not in these calls */
+		if (e->cost->scale_calls)
+			ns = host_ns(e, ns);
 		ns = ns > calls * e->overhead ? ns - calls * e->overhead : 0;
 	}
 	if (sync && e->gpu_end > t) {

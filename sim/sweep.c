@@ -10,6 +10,7 @@
  * 'E' + the engine's error) and exits; the parent is the only process that
  * touches the database.
  */
+#include "cost.h"
 #include "sweep.h"
 
 #include <dirent.h>
@@ -265,17 +266,19 @@ const char *sweep_addr_mode_name(enum device_addr_mode m)
 	return m == DEVICE_ADDR_RECORDED ? "recorded" : "synthetic";
 }
 
-/* Conf comes last: it is the only part that may hold spaces. */
+/* Conf comes last: it is the only part that may hold spaces. A timed run
+ * is another combination ("timing=1"); untimed keys stay as they were. */
 char *sweep_make_key(const struct sweep_job *j, enum device_addr_mode mode,
-		     uint32_t timeline_points, const char *tool_version)
+		     uint32_t timeline_points, int timing, const char *tool_version)
 {
 	char *k = NULL;
 	uint64_t cap = j->capacity ? j->capacity : j->trace->total_memory;
 	if (asprintf(&k, "crc32=%08" PRIx32 " bytes=%" PRIu64 " policy=%s capacity=%" PRIu64
-		     " addresses=%s timeline=%" PRIu32 " version=%s conf=%s",
+		     " addresses=%s timeline=%" PRIu32 "%s version=%s conf=%s",
 		     j->trace->crc32, j->trace->bytes, j->policy->name, cap,
 		     sweep_addr_mode_name(mode), timeline_points ? timeline_points : 512,
-		     tool_version ? tool_version : "", j->conf ? j->conf : "") < 0)
+		     timing ? " timing=1" : "", tool_version ? tool_version : "",
+		     j->conf ? j->conf : "") < 0)
 		return NULL;
 	return k;
 }
@@ -367,6 +370,14 @@ int sweep_encode_result(const struct sim_result *r, char **buf, size_t *len)
 	put_arr(&b, r->stats, r->nstats, sizeof *r->stats);
 	put_arr(&b, r->timeline, r->ntimeline, sizeof *r->timeline);
 	put_arr(&b, r->events, r->nevents, sizeof *r->events);
+	/* added after the first protocol: every field the store keeps */
+	uint64_t v[] = {(uint64_t)r->timed, r->step_count, r->step_time_ns, r->mem_api_ns,
+			r->mem_wait_ns, r->api_removed_ns, r->oom_limit};
+	put(&b, v, sizeof v);
+	put(&b, r->oom_verdict, sizeof r->oom_verdict);
+	put_arr(&b, r->step_ns, r->nsteps, sizeof *r->step_ns);
+	put_arr(&b, r->peak_live, r->npeak_live, sizeof *r->peak_live);
+	put_arr(&b, r->ranges, r->nranges, sizeof *r->ranges);
 	if (b.failed) {
 		free(b.p);
 		return -1;
@@ -487,6 +498,20 @@ int sweep_decode_result(const char *buf, size_t len, struct sim_result *r)
 	r->stats = get_arr(&b, &r->nstats, sizeof *r->stats);
 	r->timeline = get_arr(&b, &r->ntimeline, sizeof *r->timeline);
 	r->events = get_arr(&b, &r->nevents, sizeof *r->events);
+	uint64_t v[7];
+	get(&b, v, sizeof v);
+	r->timed = (int)v[0];
+	r->step_count = v[1];
+	r->step_time_ns = v[2];
+	r->mem_api_ns = v[3];
+	r->mem_wait_ns = v[4];
+	r->api_removed_ns = v[5];
+	r->oom_limit = v[6];
+	get(&b, r->oom_verdict, sizeof r->oom_verdict);
+	r->oom_verdict[sizeof r->oom_verdict - 1] = '\0';
+	r->step_ns = get_arr(&b, &r->nsteps, sizeof *r->step_ns);
+	r->peak_live = get_arr(&b, &r->npeak_live, sizeof *r->peak_live);
+	r->ranges = get_arr(&b, &r->nranges, sizeof *r->ranges);
 	if (b.failed || b.pos != len || !r->trace_path || !r->policy || !r->conf) {
 		sim_result_free(r);
 		return -1;
@@ -572,6 +597,15 @@ static void worker(const struct pool *p, const struct sweep_job *j, int fd)
 		.addr_mode = p->o->addr_mode,
 		.timeline_points = p->o->timeline_points,
 	};
+	struct cost_model cm;
+	if (p->o->timing) {
+		if (cost_fit_trace(j->trace->path, NULL, &cm, err, sizeof err) < 0) {
+			write_all(fd, "E", 1);
+			write_all(fd, err, strlen(err));
+			_exit(0);
+		}
+		so.cost = &cm;
+	}
 	if (sim_run(&so, &r, err, sizeof err) < 0) {
 		write_all(fd, "E", 1);
 		write_all(fd, err, strlen(err));

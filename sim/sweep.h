@@ -41,6 +41,7 @@ struct sweep_exec_opts {
 	int progress;                      /* progress bar on stderr */
 	enum device_addr_mode addr_mode;
 	uint32_t timeline_points;          /* 0 = engine default (512) */
+	int timing;                        /* --timing: costs fitted from each trace */
 	const char *tool_version;
 };
 
@@ -77,7 +78,7 @@ int sweep_check_conf(const struct alloc_policy *policy, const char *conf, char *
 /* The job's key (malloc'd); NULL when out of memory. Resolves capacity 0
  * to the trace header's total memory so both spellings share one key. */
 char *sweep_make_key(const struct sweep_job *j, enum device_addr_mode mode,
-		     uint32_t timeline_points, const char *tool_version);
+		     uint32_t timeline_points, int timing, const char *tool_version);
 
 /* "I/N" with 1 <= I <= N: 0, or -1 when malformed. */
 int sweep_parse_shard(const char *s, unsigned *i, unsigned *n);

@@ -313,29 +313,23 @@ Test(cost, host_scale_and_api_overhead)
 }
 
 /* scale_calls=0: host_scale shrinks the host's own intervals but not the
- * driver's cudaMalloc cost; cost_parse keeps the division idempotent. */
+ * driver's cudaMalloc cost (the engine leaves call costs alone then). */
 Test(cost, scale_calls_keeps_device_costs)
 {
 	struct cost_model m;
 	char err[256] = "";
 	cost_defaults(&m);
 	cr_assert_eq(m.scale_calls, 1);
-	cr_assert_float_eq(m.call_div, 1.0, 1e-12);
 	cr_assert_eq(cost_parse(&m, "scale_calls=0,host_scale=0.5", err, sizeof err), 0, "%s", err);
-	/* stored pre-divided: the engine's x0.5 gives back 8 us */
-	cr_assert_float_eq(m.malloc_c.small_ns, 16000, 1e-6);
-	cr_assert_float_eq(m.free_c.large_ns_per_mib, 1600, 1e-6);
-	cr_assert_float_eq(m.map_ns, 120000, 1e-6);
-	cr_assert_float_eq(m.hit_ns, 1000, 1e-9); /* never scaled by the engine */
-	cr_assert_float_eq(m.call_div, 0.5, 1e-12);
-	/* a second parse neither divides twice nor divides the new knob wrongly */
+	cr_assert_eq(m.scale_calls, 0);
+	/* stored as fitted: the knobs never rewrite the call costs */
+	cr_assert_float_eq(m.malloc_c.small_ns, 8000, 1e-6);
+	cr_assert_float_eq(m.host_scale, 0.5, 1e-12);
 	cr_assert_eq(cost_parse(&m, "malloc_us=10", err, sizeof err), 0, "%s", err);
-	cr_assert_float_eq(m.malloc_c.small_ns, 20000, 1e-6);
-	cr_assert_float_eq(m.free_c.small_ns, 10000, 1e-6);
-	cr_assert_eq(cost_parse(&m, "scale_calls=1", err, sizeof err), 0, "%s", err);
 	cr_assert_float_eq(m.malloc_c.small_ns, 10000, 1e-6);
-	cr_assert_float_eq(m.free_c.small_ns, 5000, 1e-6);
-	cr_assert_float_eq(m.call_div, 1.0, 1e-12);
+	cr_assert_eq(cost_parse(&m, "scale_calls=1", err, sizeof err), 0, "%s", err);
+	cr_assert_eq(m.scale_calls, 1);
+	cr_assert_float_eq(m.malloc_c.small_ns, 10000, 1e-6);
 	cr_assert_lt(cost_parse(&m, "scale_calls=2", err, sizeof err), 0);
 	cr_assert(strstr(err, "scale_calls") != NULL, "%s", err);
 
