@@ -205,6 +205,15 @@ Test(sweep, result_encoding_round_trips_and_rejects_truncation)
 	cr_assert_eq(d.nevents, r.nevents);
 	cr_assert_eq(memcmp(d.timeline, r.timeline, r.ntimeline * sizeof *r.timeline), 0);
 	cr_assert_str_eq(d.events[0].detail, r.events[0].detail);
+	/* fields added after the first protocol travel too */
+	cr_assert_str_eq(d.oom_verdict, r.oom_verdict);
+	cr_assert_gt(strlen(d.oom_verdict), 0);
+	cr_assert_eq(d.oom_limit, r.oom_limit);
+	cr_assert_eq(d.timed, r.timed);
+	cr_assert_eq(d.step_count, r.step_count);
+	cr_assert_eq(d.npeak_live, r.npeak_live);
+	cr_assert_eq(memcmp(d.peak_live, r.peak_live, r.npeak_live * sizeof *r.peak_live), 0);
+	cr_assert_eq(d.nranges, r.nranges);
 	sim_result_free(&d);
 	for (size_t cut = 0; cut < len; cut += 1 + cut / 16)
 		cr_assert_eq(sweep_decode_result(buf, cut, &d), -1, "cut at %zu decoded", cut);
