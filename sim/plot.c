@@ -1015,6 +1015,10 @@ static int fig_batch(struct fig *f, const struct plot_run *runs, int n, char *er
 	gp_str(gp, title);
 	fputs("\nset xlabel 'batch size'\nset ylabel 'peak reserved (GiB)'\n", gp);
 	fprintf(gp, "set yrange [0:%.6f]\nset offsets graph 0.04, graph 0.04, 0, 0\n", top);
+	/* batch sweeps are geometric (8, 16, ... 256): a log axis keeps the
+	 * small batches apart instead of piling their labels up at the left */
+	if (nb >= 3 && batches[0] > 0 && batches[nb - 1] >= 8 * batches[0])
+		fputs("set logscale x 2\n", gp);
 	fputs("set xtics (", gp);
 	for (int i = 0; i < nb; i++)
 		fprintf(gp, "%s%ld", i ? ", " : "", batches[i]);
