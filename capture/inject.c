@@ -810,6 +810,33 @@ static int cap_ok(const CUpti_CallbackData *cb, int runtime)
 		       : *(const CUresult *)cb->functionReturnValue == CUDA_SUCCESS;
 }
 
+/* The callbacks below differ only in which params struct each API passes,
+ * so the three things they do are written once here. An allocation's out
+ * pointer is filled only on a successful exit; a free and a launch are
+ * seen on entry, while the pointer and the arguments are still valid.
+ * P names the params struct inside the ARGS of CAP_ON_LAUNCH. */
+#define CAP_ON_ALLOC(params_t, ptr_field, size_field, runtime)                  \
+	do {                                                                    \
+		if (!enter && cap_ok(cb, runtime)) {                            \
+			const params_t *p = cb->functionParams;                 \
+			cap_live_insert((uint64_t)(uintptr_t)*p->ptr_field,     \
+					p->size_field, cb->correlationId);      \
+		}                                                               \
+	} while (0)
+#define CAP_ON_FREE(params_t, ptr_field)                                        \
+	do {                                                                    \
+		if (enter)                                                      \
+			cap_live_remove((uint64_t)(uintptr_t)(                  \
+				(const params_t *)cb->functionParams)->ptr_field); \
+	} while (0)
+#define CAP_ON_LAUNCH(params_t, info, args, extra)                              \
+	do {                                                                    \
+		if (enter) {                                                    \
+			const params_t *p = cb->functionParams;                 \
+			cap_launch(cb->correlationId, info, args, extra);       \
+		}                                                               \
+	} while (0)
+
 static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
 	int enter = cb->callbackSite == CUPTI_API_ENTER;
@@ -823,60 +850,34 @@ static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 		return;
 	switch (id) {
 	case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
-		if (!enter && cap_ok(cb, 1)) {
-			const cudaMalloc_v3020_params *p = cb->functionParams;
-			cap_live_insert((uint64_t)(uintptr_t)*p->devPtr, p->size, cb->correlationId);
-		}
+		CAP_ON_ALLOC(cudaMalloc_v3020_params, devPtr, size, 1);
 		break;
 	case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
 	case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020:
-		if (!enter && cap_ok(cb, 1)) {
-			const cudaMallocAsync_v11020_params *p = cb->functionParams;
-			cap_live_insert((uint64_t)(uintptr_t)*p->devPtr, p->size, cb->correlationId);
-		}
+		CAP_ON_ALLOC(cudaMallocAsync_v11020_params, devPtr, size, 1);
 		break;
 	case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
 	case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020:
-		if (!enter && cap_ok(cb, 1)) {
-			const cudaMallocFromPoolAsync_v11020_params *p = cb->functionParams;
-			cap_live_insert((uint64_t)(uintptr_t)*p->ptr, p->size, cb->correlationId);
-		}
+		CAP_ON_ALLOC(cudaMallocFromPoolAsync_v11020_params, ptr, size, 1);
 		break;
 	case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
-		if (enter)
-			cap_live_remove((uint64_t)(uintptr_t)((const cudaFree_v3020_params *)cb->functionParams)->devPtr);
+		CAP_ON_FREE(cudaFree_v3020_params, devPtr);
 		break;
 	case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
 	case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020:
-		if (enter)
-			cap_live_remove((uint64_t)(uintptr_t)((const cudaFreeAsync_v11020_params *)cb->functionParams)->devPtr);
+		CAP_ON_FREE(cudaFreeAsync_v11020_params, devPtr);
 		break;
 	case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
 	case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
-		if (enter) {
-			const struct cap_rt_launch13 *p = cb->functionParams;
-			cap_launch(cb->correlationId, cap_param_info(p->kernel, 1), p->args, NULL);
-		}
+		CAP_ON_LAUNCH(struct cap_rt_launch13, cap_param_info(p->kernel, 1), p->args, NULL);
 		break;
 	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
 	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+		CAP_ON_LAUNCH(cudaLaunchKernel_v7000_params, cap_stub_params(p->func), p->args, NULL);
+		break;
 	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
 	case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-		if (enter) {
-			const void *stub;
-			void **args;
-			if (id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
-			    id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000) {
-				const cudaLaunchKernel_v7000_params *p = cb->functionParams;
-				stub = p->func;
-				args = p->args;
-			} else {
-				const cudaLaunchKernelExC_v11060_params *p = cb->functionParams;
-				stub = p->func;
-				args = p->args;
-			}
-			cap_launch(cb->correlationId, cap_stub_params(stub), args, NULL);
-		}
+		CAP_ON_LAUNCH(cudaLaunchKernelExC_v11060_params, cap_stub_params(p->func), p->args, NULL);
 		break;
 	default:
 		break;
@@ -890,52 +891,39 @@ static void cap_driver_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 		return;
 	switch (id) {
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
-		if (!enter && cap_ok(cb, 0)) {
-			const cuMemAlloc_v2_params *p = cb->functionParams;
-			cap_live_insert(*p->dptr, p->bytesize, cb->correlationId);
-		}
+		CAP_ON_ALLOC(cuMemAlloc_v2_params, dptr, bytesize, 0);
 		break;
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
-		if (!enter && cap_ok(cb, 0)) {
-			const cuMemAllocAsync_params *p = cb->functionParams;
-			cap_live_insert(*p->dptr, p->bytesize, cb->correlationId);
-		}
+		CAP_ON_ALLOC(cuMemAllocAsync_params, dptr, bytesize, 0);
 		break;
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
-		if (!enter && cap_ok(cb, 0)) {
-			const cuMemAllocFromPoolAsync_params *p = cb->functionParams;
-			cap_live_insert(*p->dptr, p->bytesize, cb->correlationId);
-		}
+		CAP_ON_ALLOC(cuMemAllocFromPoolAsync_params, dptr, bytesize, 0);
 		break;
 	case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-		if (enter)
-			cap_live_remove(((const cuMemFree_v2_params *)cb->functionParams)->dptr);
+		CAP_ON_FREE(cuMemFree_v2_params, dptr);
 		break;
 	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
 	case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-		if (enter)
-			cap_live_remove(((const cuMemFreeAsync_params *)cb->functionParams)->dptr);
+		CAP_ON_FREE(cuMemFreeAsync_params, dptr);
 		break;
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-		if (enter) {
-			const cuLaunchKernel_params *p = cb->functionParams;
-			cap_launch(cb->correlationId, cap_param_info(p->f, 0), p->kernelParams, p->extra);
-		}
+		CAP_ON_LAUNCH(cuLaunchKernel_params, cap_param_info(p->f, 0), p->kernelParams, p->extra);
 		break;
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
 	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-		if (enter) {
-			const cuLaunchKernelEx_params *p = cb->functionParams;
-			cap_launch(cb->correlationId, cap_param_info(p->f, 0), p->kernelParams, p->extra);
-		}
+		CAP_ON_LAUNCH(cuLaunchKernelEx_params, cap_param_info(p->f, 0), p->kernelParams, p->extra);
 		break;
 	default:
 		break;
 	}
 }
+
+#undef CAP_ON_ALLOC
+#undef CAP_ON_FREE
+#undef CAP_ON_LAUNCH
 
 static void CUPTIAPI cap_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId id, const void *data)

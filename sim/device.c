@@ -49,6 +49,7 @@ struct va_range { uint64_t base, size; };
 
 struct sim_device {
 	uint64_t capacity, reserved, peak_reserved;
+	uint64_t foreign, peak_total;  /* outside the policy; max of reserved + foreign */
 	enum device_addr_mode mode;
 	uint64_t cursor;              /* bump pointer for fresh ranges */
 	struct u64map live;           /* base -> bytes of live segments/maps */
@@ -312,16 +313,53 @@ static int recorded_take(struct sim_device *d, uint64_t bytes, uint64_t *addr)
 
 /* ------------------------------------------------------- device calls */
 
+/* reserved + foreign never exceeds the capacity, so the subtraction
+ * cannot wrap. */
 static int account(struct sim_device *d, uint64_t bytes)
 {
-	if (bytes > d->capacity - d->reserved) {
+	if (bytes > d->capacity - d->reserved - d->foreign) {
 		d->c.failed++;
 		return DEVICE_OOM;
 	}
 	d->reserved += bytes;
 	if (d->reserved > d->peak_reserved)
 		d->peak_reserved = d->reserved;
+	if (d->reserved + d->foreign > d->peak_total)
+		d->peak_total = d->reserved + d->foreign;
 	return DEVICE_OK;
+}
+
+int device_foreign_alloc(struct sim_device *d, uint64_t bytes)
+{
+	if (bytes > d->capacity - d->reserved - d->foreign) {
+		d->c.failed++;
+		return DEVICE_OOM;
+	}
+	d->foreign += bytes;
+	if (d->reserved + d->foreign > d->peak_total)
+		d->peak_total = d->reserved + d->foreign;
+	if (d->cost) {
+		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, bytes);
+		d->cost_calls++;
+	}
+	return DEVICE_OK;
+}
+
+void device_foreign_free(struct sim_device *d, uint64_t bytes)
+{
+	d->foreign -= bytes <= d->foreign ? bytes : d->foreign;
+	if (d->cost) {
+		d->cost_ns += cost_curve_ns(&d->cost->free_c, bytes);
+		d->cost_calls++;
+		d->cost_sync |= d->cost->free_sync;
+	}
+}
+
+uint64_t device_foreign(const struct sim_device *d) { return d->foreign; }
+
+uint64_t device_peak_total(const struct sim_device *d)
+{
+	return d->peak_total > d->peak_reserved ? d->peak_total : d->peak_reserved;
 }
 
 int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_t *addr)

@@ -48,6 +48,21 @@ void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes);
 uint64_t device_reserved(const struct sim_device *d);
 uint64_t device_capacity(const struct sim_device *d);
 
+/*
+ * Memory outside the framework's allocator (a cuBLAS workspace, module
+ * globals): the engine takes it from the device directly, never through a
+ * policy. It counts against the capacity, so the policy's own device calls
+ * fail sooner, but not in device_reserved(), which stays the policy's
+ * figure. No address is handed out and nothing is logged (validation
+ * compares the policy's segments only); with a cost model the call costs
+ * what a cudaMalloc/cudaFree of that size does.
+ */
+int device_foreign_alloc(struct sim_device *d, uint64_t bytes);
+void device_foreign_free(struct sim_device *d, uint64_t bytes);
+/* Foreign bytes now; the most reserved + foreign bytes ever held at once. */
+uint64_t device_foreign(const struct sim_device *d);
+uint64_t device_peak_total(const struct sim_device *d);
+
 /* ------------------------------------------------- engine side only */
 
 /* Called for every device-level action, in simulated order. */

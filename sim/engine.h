@@ -20,6 +20,17 @@
 #include "../policies/policy.h"
 #include "device.h"
 
+/*
+ * Where allocations the framework's allocator never served go. DEVICE: a
+ * device (kind 3) allocation whose source does not contain the allocator's
+ * SUBSTR, and every module global (kinds 6 and 7), is taken from the device
+ * beside the policy: it counts against the capacity, not in the policy's
+ * allocated/reserved. POLICY: every device allocation goes to the policy
+ * (what the real run's memory would be if one allocator served it all).
+ */
+enum sim_foreign_mode { SIM_FOREIGN_AUTO = 0, SIM_FOREIGN_POLICY, SIM_FOREIGN_DEVICE };
+#define SIM_SOURCE_LABEL "allocator_source"
+
 struct sim_options {
 	const char *trace_path;
 	const struct alloc_policy *policy;
@@ -36,6 +47,11 @@ struct sim_options {
 	 * recorded durations of memory API calls are removed and the policy's
 	 * costs (device calls, cudaFree's device-wide sync, cache hits) added. */
 	const struct cost_model *cost;
+	/* Memory outside the framework's allocator (docs/markers.md): AUTO
+	 * routes it to the device when the trace has the label
+	 * allocator_source=SUBSTR, else gives everything to the policy. */
+	enum sim_foreign_mode foreign;
+	const char *allocator_source;   /* overrides the label's SUBSTR; may be NULL */
 };
 
 struct sim_timeline_point {
@@ -99,6 +115,15 @@ struct sim_range {
 	char name[64];
 };
 
+/* One library's memory outside the framework's allocator. */
+#define SIM_FOREIGN_TOP 8
+struct sim_foreign_lib {
+	char name[96];          /* library basename, "+ [device static]" for module globals */
+	uint64_t allocs;
+	uint64_t peak;          /* most bytes live at once */
+	uint64_t at_oom;        /* live at the first OOM */
+};
+
 struct sim_result {
 	/* identity */
 	char *trace_path;
@@ -125,8 +150,9 @@ struct sim_result {
 	uint64_t oom_limit;             /* bytes usable at the first OOM: the policy's own
 					 * limit ("limit_bytes" stat: a memory fraction, a
 					 * BFC memory limit), else the capacity; 0 unlimited */
-	char oom_verdict[16];           /* why the first OOM: "capacity", "limit" or
-					 * "fragmentation" (see sim_oom_explain) */
+	char oom_verdict[16];           /* why the first OOM: "capacity", "limit",
+					 * "foreign" or "fragmentation" (see
+					 * sim_oom_verdict_foreign) */
 	uint64_t trace_duration_ns;     /* last record end - first record start */
 	uint64_t sim_duration_ns;       /* simulated end time */
 
@@ -157,6 +183,19 @@ struct sim_result {
 	 * closer than a timeline bucket merged, at most SIM_MAX_RANGES */
 	struct sim_range *ranges;
 	size_t nranges;
+
+	/* memory outside the framework's allocator (only with foreign_routed) */
+	int foreign_routed;             /* it went to the device beside the policy */
+	char allocator_source[64];      /* the SUBSTR that named the framework's allocator */
+	uint64_t foreign_allocs;        /* allocations routed to the device */
+	uint64_t peak_foreign;          /* most foreign bytes live at once */
+	uint64_t device_peak;           /* max of policy reserved + foreign: what the
+					 * device holds (nvidia-smi minus the CUDA context);
+					 * peak_reserved when nothing was routed */
+	uint64_t oom_foreign;           /* foreign bytes live at the first OOM */
+	char oom_foreign_lib[96];       /* the library holding most of them, or "" */
+	struct sim_foreign_lib *foreign_libs; /* largest peaks first, SIM_FOREIGN_TOP at most */
+	size_t nforeign_libs;
 };
 
 /* Replay. Returns 0 (an OOM is a result, not an error) or -1 with ERR
@@ -176,5 +215,15 @@ void sim_result_free(struct sim_result *res);
  */
 const char *sim_oom_verdict(uint64_t request, uint64_t allocated, uint64_t limit,
 			    int64_t largest_free, int64_t cached_free);
+
+/*
+ * sim_oom_verdict with memory outside the framework's allocator: "foreign"
+ * when live framework bytes plus the request fit under LIMIT, but FOREIGN
+ * bytes held beside the allocator push them over CAPACITY (0: unlimited).
+ * The fragmentation-of-the-cache and capacity rules come first.
+ */
+const char *sim_oom_verdict_foreign(uint64_t request, uint64_t allocated, uint64_t foreign,
+				    uint64_t limit, uint64_t capacity, int64_t largest_free,
+				    int64_t cached_free);
 
 #endif /* SIM_ENGINE_H */

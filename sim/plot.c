@@ -1702,21 +1702,31 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 	fputs(")\nset key at screen 0.995, screen 0.78 right top vertical Left reverse "
 	      "font ',10' samplen 1.2 spacing 1.1\n", gp);
 	fputs("plot ", gp);
-	/* kinds without bytes get no term: no empty data warnings */
+	/* kinds without bytes, and the hatched bars when every run's reserved
+	 * is live, get no term: no empty data warnings */
+	int nlive_terms = 0;
 	for (int k = 0; k < LIVE_NKINDS; k++) {
 		if (!has_kind[k])
 			continue;
+		if (nlive_terms++)
+			fputs(", \\\n  ", gp);
 		gp_data(gp, f, "live-runs.dat");
 		fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
-			"lc rgb '%s' title '%s', \\\n  ", k, live_colours[k], live_kinds[k]);
+			"lc rgb '%s' title '%s'", k, live_colours[k], live_kinds[k]);
 	}
-	gp_data(gp, f, "live-runs.dat");
-	fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
-		"fs pattern 4 lc rgb '#aaaaaa' title 'reserved, not live', \\\n  ", LIVE_NKINDS);
-	gp_data(gp, f, "live-runs.dat");
-	fprintf(gp, " index %d using (%.6f):1:(strlen(strcol(4)) ? strcol(4).' reserved, off scale'"
-		" : '') with labels right offset -0.5,0 font ',10' notitle\n", LIVE_NKINDS,
-		xmax * 0.98);
+	if (anyfree) {
+		if (nlive_terms++)
+			fputs(", \\\n  ", gp);
+		gp_data(gp, f, "live-runs.dat");
+		fprintf(gp, " index %d using 2:1:2:3:($1-0.35):($1+0.35) with boxxyerror "
+			"fs pattern 4 lc rgb '#aaaaaa' title 'reserved, not live', \\\n  ",
+			LIVE_NKINDS);
+		gp_data(gp, f, "live-runs.dat");
+		fprintf(gp, " index %d using (%.6f):1:(strlen(strcol(4)) ? strcol(4).' reserved, "
+			"off scale' : '') with labels right offset -0.5,0 font ',10' notitle",
+			LIVE_NKINDS, xmax * 0.98);
+	}
+	fputs("\n", gp);
 	/* right: layers of the first run */
 	snprintf(b2, sizeof b2, "largest layers (innermost NVTX range\nat allocation), run %"
 		 PRId64 ": %s", sel[lay_run]->id, plot_run_setting(sel[lay_run], b1, sizeof b1));
