@@ -58,8 +58,8 @@ static int parse_size(const struct conf_kv *kv, uint64_t *out, char *err, size_t
 	return 0;
 }
 
-static int ca_init(void *st, const char *conf, const struct policy_env *env,
-		   char *err, size_t errlen)
+static int caching_init(void *st, const char *conf, const struct policy_env *env,
+			char *err, size_t errlen)
 {
 	struct caching_state *s = st;
 	char inner_conf[INNER_CONF_MAX] = "";
@@ -126,7 +126,7 @@ static int ca_init(void *st, const char *conf, const struct policy_env *env,
 	return 0;
 }
 
-static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_result *res)
+static int caching_alloc(void *st, const struct alloc_request *req, struct alloc_result *res)
 {
 	struct caching_state *s = st;
 	int rc = s->inner->alloc(s->ist, req, res);
@@ -135,7 +135,7 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 	return rc;
 }
 
-static void ca_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stream)
+static void caching_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stream)
 {
 	struct caching_state *s = st;
 	s->inner->free(s->ist, addr, block_bytes, stream);
@@ -151,7 +151,7 @@ static int name_matches(const char *rule, const char *name)
 	return name && !strncmp(name, rule, n) && (name[n] == '\0' || name[n] == ' ');
 }
 
-static void ca_control(void *st, enum policy_control ctl, uint64_t arg)
+static void caching_control(void *st, enum policy_control ctl, uint64_t arg)
 {
 	struct caching_state *s = st;
 	switch (ctl) {
@@ -181,7 +181,7 @@ static void ca_control(void *st, enum policy_control ctl, uint64_t arg)
 		s->inner->control(s->ist, ctl, arg);
 }
 
-static void ca_stats(void *st, policy_stat_fn emit, void *ctx)
+static void caching_stats(void *st, policy_stat_fn emit, void *ctx)
 {
 	struct caching_state *s = st;
 	if (s->inner->stats)
@@ -190,7 +190,7 @@ static void ca_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "caching.steps", (int64_t)s->steps);
 }
 
-static void ca_fini(void *st)
+static void caching_fini(void *st)
 {
 	struct caching_state *s = st;
 	if (s->inner_live && s->inner->fini)
@@ -206,11 +206,11 @@ const struct alloc_policy policy_caching = {
 	.description = "cache-release rules (limit, every N steps, at an NVTX range, at a sync) around another policy",
 	.state_size = sizeof(struct caching_state),
 	.knobs = caching_knobs,
-	.init = ca_init,
-	.alloc = ca_alloc,
-	.free = ca_free,
-	.control = ca_control,
-	.stats = ca_stats,
-	.fini = ca_fini,
+	.init = caching_init,
+	.alloc = caching_alloc,
+	.free = caching_free,
+	.control = caching_control,
+	.stats = caching_stats,
+	.fini = caching_fini,
 	.flags = POLICY_F_NVTX,
 };

@@ -268,3 +268,17 @@ int conf_unknown(const char *policy, const struct policy_knob *knobs,
 		snprintf(err + used, errlen - used, "%s)", any ? "" : "none");
 	return -1;
 }
+
+/* Even a policy without knobs parses CONF, so a knob meant for another
+ * policy is reported rather than silently ignored. */
+int conf_none(const char *policy, const char *conf, char *err, size_t errlen)
+{
+	struct conf_kv kv;
+	const char *cur = conf;
+	int r = conf_next(&cur, &kv, err, errlen);
+	if (r < 0)
+		return -1;
+	if (r > 0)
+		return conf_unknown(policy, NULL, kv.key, err, errlen);
+	return 0;
+}

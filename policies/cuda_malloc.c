@@ -19,13 +19,8 @@ static int cm_init(void *st, const char *conf, const struct policy_env *env,
 		   char *err, size_t errlen)
 {
 	struct cuda_malloc_state *s = st;
-	struct conf_kv kv;
-	const char *cur = conf;
-	int r = conf_next(&cur, &kv, err, errlen);
-	if (r < 0)
+	if (conf_none("cuda_malloc", conf, err, errlen) < 0)
 		return -1;
-	if (r > 0)
-		return conf_unknown("cuda_malloc", cuda_malloc_knobs, kv.key, err, errlen);
 	s->dev = env->dev;
 	return 0;
 }

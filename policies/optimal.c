@@ -533,13 +533,8 @@ static int op_init(void *st, const char *conf, const struct policy_env *env,
 		   char *err, size_t errlen)
 {
 	struct op_state *s = st;
-	struct conf_kv kv;
-	const char *cur = conf;
-	int r = conf_next(&cur, &kv, err, errlen);
-	if (r < 0)
+	if (conf_none("optimal", conf, err, errlen) < 0)
 		return -1;
-	if (r > 0)
-		return conf_unknown("optimal", op_knobs, kv.key, err, errlen);
 	memset(s, 0, sizeof *s);
 	s->dev = env->dev;
 	s->ids_sorted = 1;

@@ -145,4 +145,8 @@ int conf_size(const char *s, uint64_t *out);
 int conf_unknown(const char *policy, const struct policy_knob *knobs,
 		 const char *key, char *err, size_t errlen);
 
+/* init() of a policy with no knobs: 0 if CONF holds no pair, else -1 with
+ * ERR naming the first knob (or where CONF is malformed). */
+int conf_none(const char *policy, const char *conf, char *err, size_t errlen);
+
 #endif /* POLICIES_POLICY_H */

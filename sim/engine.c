@@ -29,6 +29,13 @@
  * Times reported in results (timeline, events, first OOM) are simulated
  * nanoseconds since the first record's start.
  *
+ * Memory outside the framework's allocator (label allocator_source=SUBSTR,
+ * docs/markers.md): the reader thread marks each allocation whose source
+ * string is not the allocator's (resolved once per string id) or that is a
+ * module global; the replay takes it from the device beside the policy and
+ * keeps it in its own small map, so the policy's figures stay its own and
+ * the hot path of an unlabelled trace gains one flag test.
+ *
  * With a cost model (--timing, docs/timing.md) a pre-pass joins GPU
  * records to their launch API records by correlation id, so GPU work is
  * queued when its launch returns on the simulated host rather than at its
@@ -114,6 +121,8 @@ enum nv_phase { PH_NONE = 0, PH_FWD, PH_BWD, PH_OPT, PH_BUILD };
 #define PH_PRESTEP 8u          /* no step had begun yet */
 #define CTX_LIB 0x80000000u   /* allocated by libcudnn / libcublas */
 #define ENG_F_LIB 0x80000000u /* erec mem.flags: the source is such a library */
+#define ENG_F_FOREIGN 0x40000000u /* erec mem.flags: outside the framework's allocator */
+#define FLIB_MAX 4096u        /* libraries told apart; later ones share the last slot */
 #define MAX_NV_OPEN 64
 struct nv_ctx { const char *name; unsigned phase; };
 struct nv_open {
@@ -131,6 +140,12 @@ struct pk_gone {
 #define STREAM_LUT 64          /* stream ids below this skip the map */
 
 struct tl_bucket { uint64_t alloc, res; int filled; };
+
+/* One (source string, memory kind) outside the framework's allocator. */
+struct flib {
+	uint32_t source, kind;
+	uint64_t allocs, live, peak, at_oom;
+};
 
 struct engine {
 	const struct sim_options *o;
@@ -208,6 +223,15 @@ struct engine {
 	struct pk_gone *pk;
 	size_t npk, cap_pk;
 	int pk_lost;                  /* out of memory: the set is incomplete */
+
+	/* memory outside the framework's allocator (routing on only) */
+	const char *fsub;             /* the allocator's SUBSTR; NULL: no routing */
+	struct u64map flive;          /* trace addr -> bytes << 16 | flib index */
+	struct u64map flib_idx;       /* source | kind << 32 -> flib index */
+	struct flib *flibs;
+	uint32_t nflib, cap_flib;
+	uint64_t foreign_live;
+	int64_t oom_flib;             /* flib holding most at the first OOM, -1 none */
 };
 
 
@@ -477,11 +501,21 @@ static void oom_stat(void *ctx, const char *name, int64_t value)
 const char *sim_oom_verdict(uint64_t request, uint64_t allocated, uint64_t limit,
 			    int64_t largest_free, int64_t cached_free)
 {
+	return sim_oom_verdict_foreign(request, allocated, 0, limit, 0, largest_free, cached_free);
+}
+
+const char *sim_oom_verdict_foreign(uint64_t request, uint64_t allocated, uint64_t foreign,
+				    uint64_t limit, uint64_t capacity, int64_t largest_free,
+				    int64_t cached_free)
+{
 	if (largest_free >= 0 && cached_free >= 0 && (uint64_t)cached_free >= request &&
 	    (uint64_t)largest_free < request)
 		return "fragmentation";
 	if (limit && allocated + request > limit)
 		return "capacity";
+	/* the framework's own bytes fit: what is beside it took the room */
+	if (foreign && capacity && allocated + foreign + request > capacity)
+		return "foreign";
 	return "fragmentation";
 }
 
@@ -1040,24 +1074,129 @@ static void on_oom(struct engine *e, const struct erec *rec, uint64_t now, uint3
 		uint64_t cap = device_capacity(e->dev);
 		r->oom_limit = e->stat_limit > 0 && (!cap || (uint64_t)e->stat_limit < cap)
 				       ? (uint64_t)e->stat_limit : cap;
-		const char *v = sim_oom_verdict(r->oom_bytes, r->oom_allocated, r->oom_limit,
-						r->oom_largest_free, r->oom_cached_free);
+		r->oom_foreign = device_foreign(e->dev);
+		e->oom_flib = -1;
+		for (uint32_t i = 0; i < e->nflib; i++) {
+			e->flibs[i].at_oom = e->flibs[i].live;
+			if (e->flibs[i].live &&
+			    (e->oom_flib < 0 || e->flibs[i].live > e->flibs[e->oom_flib].live))
+				e->oom_flib = i;
+		}
+		const char *v = sim_oom_verdict_foreign(r->oom_bytes, r->oom_allocated,
+							r->oom_foreign, r->oom_limit, cap,
+							r->oom_largest_free, r->oom_cached_free);
 		if (!strcmp(v, "capacity") && r->oom_limit != cap)
 			v = "limit";
 		snprintf(r->oom_verdict, sizeof r->oom_verdict, "%s", v);
 	}
 	snprintf(b1, sizeof b1, "%" PRIu64, e->allocated);
 	snprintf(b2, sizeof b2, "%" PRIu64, res);
-	snprintf(detail, sizeof detail,
-		 "alloc of %" PRIu64 " bytes on stream %" PRIu32 " failed: allocated %s, reserved %s",
-		 rec->u.mem.bytes, stream, b1, b2);
+	if (e->fsub)
+		snprintf(detail, sizeof detail,
+			 "alloc of %" PRIu64 " bytes on stream %" PRIu32 " failed: allocated %s, "
+			 "reserved %s, outside the allocator %" PRIu64, rec->u.mem.bytes, stream, b1,
+			 b2, device_foreign(e->dev));
+	else
+		snprintf(detail, sizeof detail,
+			 "alloc of %" PRIu64 " bytes on stream %" PRIu32 " failed: allocated %s, reserved %s",
+			 rec->u.mem.bytes, stream, b1, b2);
 	add_event(e, SIM_EV_OOM, now - e->t0, rec->u.mem.bytes, rec->line, detail);
+}
+
+/* The flib slot of allocation M (made on first sight), or -1 out of memory. */
+static int64_t flib_slot(struct engine *e, const struct trace_mem *m)
+{
+	uint64_t key = (uint64_t)m->source | (uint64_t)m->kind << 32, v;
+	if (u64map_get(&e->flib_idx, key, &v))
+		return (int64_t)v;
+	if (e->nflib == FLIB_MAX)
+		return FLIB_MAX - 1;
+	if (e->nflib == e->cap_flib) {
+		uint32_t ncap = e->cap_flib ? e->cap_flib * 2 : 8;
+		struct flib *n = realloc(e->flibs, ncap * sizeof *n);
+		if (!n)
+			return -1;
+		e->flibs = n;
+		e->cap_flib = ncap;
+	}
+	if (u64map_put(&e->flib_idx, key, e->nflib) < 0)
+		return -1;
+	memset(&e->flibs[e->nflib], 0, sizeof e->flibs[e->nflib]);
+	e->flibs[e->nflib].source = m->source;
+	e->flibs[e->nflib].kind = m->kind;
+	return e->nflib++;
+}
+
+/* Memory outside the framework's allocator: from the device, beside the
+ * policy. A failure is an OOM like any other (the library's cudaMalloc
+ * failed), and its free is skipped. */
+static int on_foreign_alloc(struct engine *e, const struct erec *rec, uint64_t now,
+			    char *err, size_t errlen)
+{
+	const struct trace_mem *m = &rec->u.mem;
+	uint64_t v;
+	if (live_find(&e->live, m->addr) || (e->flive.count && u64map_get(&e->flive, m->addr, &v))) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": allocation at 0x%" PRIx64
+			 " which is already live", e->path, rec->line, m->addr);
+		return -1;
+	}
+	if (m->bytes >> 48) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": allocation of %" PRIu64
+			 " bytes outside the framework's allocator is too large (2^48 at most)",
+			 e->path, rec->line, m->bytes);
+		return -1;
+	}
+	int64_t slot = flib_slot(e, m);
+	if (slot < 0)
+		goto nomem;
+	if (e->skip.count)
+		u64map_del(&e->skip, m->addr, NULL);
+	device_set_time(e->dev, now);
+	int rc = device_foreign_alloc(e->dev, m->bytes);
+	if (e->cost)
+		now = charge(e, now, 0);
+	if (rc != DEVICE_OK) {
+		if (u64map_put(&e->skip, m->addr, 1) < 0)
+			goto nomem;
+		on_oom(e, rec, now, m->stream == TRACE_NO_STREAM ? 0 : m->stream);
+		note_level(e, now, rec->line);
+		return 0;
+	}
+	if (u64map_put(&e->flive, m->addr, m->bytes << 16 | (uint64_t)slot) < 0)
+		goto nomem;
+	struct flib *l = &e->flibs[slot];
+	l->allocs++;
+	l->live += m->bytes;
+	if (l->live > l->peak)
+		l->peak = l->live;
+	e->foreign_live += m->bytes;
+	if (e->foreign_live > e->res->peak_foreign)
+		e->res->peak_foreign = e->foreign_live;
+	e->res->foreign_allocs++;
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec->line);
+	return -1;
+}
+
+/* The free of a foreign allocation (V: its flive value). */
+static void on_foreign_free(struct engine *e, uint64_t v, uint64_t now)
+{
+	uint64_t bytes = v >> 16;
+	struct flib *l = &e->flibs[v & 0xffff];
+	l->live -= bytes <= l->live ? bytes : l->live;
+	e->foreign_live -= bytes <= e->foreign_live ? bytes : e->foreign_live;
+	device_set_time(e->dev, now);
+	device_foreign_free(e->dev, bytes);
+	if (e->cost)
+		charge(e, now, 0);
 }
 
 static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
 		    char *err, size_t errlen)
 {
 	const struct trace_mem *m = &rec->u.mem;
+	uint64_t fv;
 	if (is_host_kind(m->kind)) {
 		/* host memory is not the device's business; its free is skipped too */
 		if (m->addr != U64MAP_EMPTY && u64map_put(&e->skip, m->addr, 1) < 0)
@@ -1066,6 +1205,14 @@ static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
 	}
 	if (m->addr == U64MAP_EMPTY) {
 		snprintf(err, errlen, "%s:%" PRIu64 ": invalid allocation address 0x%" PRIx64,
+			 e->path, rec->line, m->addr);
+		return -1;
+	}
+	if (m->flags & ENG_F_FOREIGN)
+		return on_foreign_alloc(e, rec, now, err, errlen);
+	if (e->flive.count && u64map_get(&e->flive, m->addr, &fv)) {
+		snprintf(err, errlen, "%s:%" PRIu64 ": allocation at 0x%" PRIx64
+			 " which is already live (outside the framework's allocator)",
 			 e->path, rec->line, m->addr);
 		return -1;
 	}
@@ -1140,6 +1287,11 @@ static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
 			now = charge(e, now, 1);
 		e->res->frees++;
 		note_level(e, now, rec->line);
+		return 0;
+	}
+	uint64_t fv;
+	if (e->flive.count && m->addr != U64MAP_EMPTY && u64map_del(&e->flive, m->addr, &fv)) {
+		on_foreign_free(e, fv, now);
 		return 0;
 	}
 	/* the allocation OOMed in the simulation (the program would have died

@@ -726,8 +726,9 @@ static int fig_timeline(struct store *s, struct fig *f, const struct plot_run *r
 	for (int i = 0; i < n; i++) {
 		double v = on_scale(gib(runs[i].peak_reserved), gib(amax));
 		vis = v > vis ? v : vis;
-		uint64_t d = runs[i].sim_duration_ns > runs[i].trace_duration_ns
-				     ? runs[i].sim_duration_ns : runs[i].trace_duration_ns;
+		/* the timeline is in simulated time: a timed replay may end
+		 * well before the trace did */
+		uint64_t d = runs[i].sim_duration_ns;
 		tmax = d > tmax ? d : tmax;
 		amax = runs[i].peak_allocated > amax ? runs[i].peak_allocated : amax;
 		rmax = runs[i].peak_reserved > rmax ? runs[i].peak_reserved : rmax;

@@ -91,23 +91,24 @@ Test(conf, values)
 
 Test(conf, sizes)
 {
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = {
+		{"4096", 4096},
+		{"80GiB", 80ull << 30},
+		{"80GB", 80000000000ull},
+		{"512MiB", 512ull << 20},
+		{"1.5TiB", 3ull << 39},
+		{"1.5GB", 1500000000ull},
+		{"2 mib", 2ull << 20},
+		{"16G", 16ull << 30},
+	};
 	uint64_t v;
-	cr_assert_eq(conf_size("4096", &v), 0);
-	cr_assert_eq(v, 4096);
-	cr_assert_eq(conf_size("80GiB", &v), 0);
-	cr_assert_eq(v, 80ull << 30);
-	cr_assert_eq(conf_size("80GB", &v), 0);
-	cr_assert_eq(v, 80000000000ull);
-	cr_assert_eq(conf_size("512MiB", &v), 0);
-	cr_assert_eq(v, 512ull << 20);
-	cr_assert_eq(conf_size("1.5TiB", &v), 0);
-	cr_assert_eq(v, 3ull << 39);
-	cr_assert_eq(conf_size("1.5GB", &v), 0);
-	cr_assert_eq(v, 1500000000ull);
-	cr_assert_eq(conf_size("2 mib", &v), 0);
-	cr_assert_eq(v, 2ull << 20);
-	cr_assert_eq(conf_size("16G", &v), 0);
-	cr_assert_eq(v, 16ull << 30);
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		cr_assert_eq(conf_size(good[i].text, &v), 0, "rejected '%s'", good[i].text);
+		cr_assert_eq(v, good[i].bytes, "'%s' gave %llu", good[i].text, (unsigned long long)v);
+	}
 	const char *bad[] = {"", "GiB", "-1GiB", "1.GiB", "12 parsecs", "99999999999TiB",
 			     "1e3", "5 GiB x"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -127,4 +128,16 @@ Test(conf, unknown_lists_known)
 	static const struct policy_knob none[] = {{NULL, NULL, NULL}};
 	cr_assert_eq(conf_unknown("cuda_malloc", none, "x", err, sizeof err), -1);
 	cr_assert_str_eq(err, "unknown knob 'x' for policy cuda_malloc (known: none)");
+}
+
+Test(conf, none_accepts_only_empty)
+{
+	char err[256];
+	cr_assert_eq(conf_none("optimal", NULL, err, sizeof err), 0);
+	cr_assert_eq(conf_none("optimal", " , ", err, sizeof err), 0);
+	cr_assert_eq(conf_none("optimal", "max_split_size_mb:64", err, sizeof err), -1);
+	cr_assert_str_eq(err, "unknown knob 'max_split_size_mb' for policy optimal (known: none)");
+	err[0] = '\0';
+	cr_assert_eq(conf_none("optimal", "a:[1", err, sizeof err), -1);
+	cr_assert(err[0], "no message for a malformed conf");
 }
