@@ -32,26 +32,44 @@ die() { echo "timing_accuracy.sh: $*" >&2; exit 1; }
 [ -x "$G" ] || die "$G: not an executable (run make)"
 command -v jq >/dev/null || die "needs jq"
 
-# step time (ms, 3 decimals) of TRACE under POLICY with cost KNOBS; the
-# mean of the steps after the first WARM (default 1) steps
+# mean step time (ms, 3 decimals) of the run JSON on stdin, over the steps
+# after the first WARM (default 1)
+mean_steps() {
+	jq -r --argjson w "${1:-1}" '.steps_ns[$w:] | add / length / 1e6 | . * 1000 | round / 1000'
+}
+# step time of TRACE under POLICY with cost KNOBS, after WARM steps
 step() {
 	local out
 	out=$("$G" run "$1" --policy "$2" --cost "$3" --no-db --json) || die "run $1 $2 $3 failed"
-	jq -r --argjson w "${4:-1}" '.steps_ns[$w:] | add / length / 1e6 | . * 1000 | round / 1000' <<<"$out"
+	mean_steps "${4:-1}" <<<"$out"
 }
 # recorded step time (ms) of TRACE: the plain replay keeps recorded times
 recorded() {
 	local out
 	out=$("$G" run "$1" --policy cuda_malloc --no-db --json) || die "run $1 failed"
-	jq -r --argjson w "${2:-1}" '.steps_ns[$w:] | add / length / 1e6 | . * 1000 | round / 1000' <<<"$out"
+	mean_steps "${2:-1}" <<<"$out"
 }
 jms() { jq -r '.mean_step_s * 1000 | . * 1000 | round / 1000' "$1"; }
 measured() { jms "$M/$1"; }
 err() { awk -v p="$1" -v m="$2" 'BEGIN { printf "%+.1f%%", (p - m) / m * 100 }'; }
 
-# bisect the parameter of form F (o, s, g) so that cuda_malloc's step time
-# (steps after WARM) of TRACE hits TARGET; prints the value, with " !" when
-# it sits on a bound (the target is out of the form's reach)
+# bisect TRACE WARM TARGET KNOBS SENSE LO HI STEPS DIGITS: the X in [LO, HI]
+# (STEPS halvings, mid points rounded to DIGITS decimals) at which
+# cuda_malloc's step time of TRACE (steps after WARM) with cost KNOBS, '@'
+# replaced by X, hits TARGET. SENSE: up when the step time grows with X, down
+# when it shrinks. Prints the final interval, "LO HI".
+bisect() {
+	local tr=$1 w=$2 target=$3 k=$4 sense=$5 lo=$6 hi=$7 n=$8 d=$9 mid v i
+	for i in $(seq 1 "$n"); do
+		mid=$(awk -v a="$lo" -v b="$hi" -v d="$d" 'BEGIN { printf "%." d "f", (a + b) / 2 }')
+		v=$(step "$tr" cuda_malloc "${k//@/$mid}" "$w")
+		if awk -v v="$v" -v t="$target" -v s="$sense" 'BEGIN { exit !(s == "up" ? v < t : v > t) }'
+		then lo=$mid; else hi=$mid; fi
+	done
+	echo "$lo $hi"
+}
+
+# the cost knobs of form F (o, s, g) with parameter X
 knobs() {
 	case $1 in
 	o) echo "api_overhead_us=$2" ;;
@@ -59,19 +77,17 @@ knobs() {
 	g) echo "host_scale=$2,scale_calls=0" ;;
 	esac
 }
+# bisect the parameter of form F so that cuda_malloc's step time (steps
+# after WARM) of TRACE hits TARGET; prints the value, with " !" when it sits
+# on a bound (the target is out of the form's reach)
 fitq() {
-	local tr=$1 f=$2 target=$3 w=$4 lo hi mid v i
-	if [ "$f" = o ]; then lo=0; hi=200; else lo=0.05; hi=1.5; fi
-	for i in $(seq 1 22); do
-		mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.6f", (a + b) / 2 }')
-		v=$(step "$tr" cuda_malloc "$(knobs "$f" "$mid")" "$w")
-		# o: larger cuts more; s, g: larger is slower
-		if [ "$f" = o ]; then
-			if awk -v v="$v" -v t="$target" 'BEGIN { exit !(v > t) }'; then lo=$mid; else hi=$mid; fi
-		else
-			if awk -v v="$v" -v t="$target" 'BEGIN { exit !(v < t) }'; then lo=$mid; else hi=$mid; fi
-		fi
-	done
+	local tr=$1 f=$2 target=$3 w=$4 lo hi
+	# o: larger cuts more; s, g: larger is slower
+	if [ "$f" = o ]; then
+		read -r lo hi < <(bisect "$tr" "$w" "$target" "$(knobs o @)" down 0 200 22 6)
+	else
+		read -r lo hi < <(bisect "$tr" "$w" "$target" "$(knobs "$f" @)" up 0.05 1.5 22 6)
+	fi
 	awk -v a="$lo" -v b="$hi" -v f="$f" 'BEGIN {
 		x = (a + b) / 2; bound = (f == "o") ? (x > 199.9) : (x < 0.0501 || x > 1.4999)
 		printf "%.4f%s", x, bound ? " !" : "" }'
@@ -213,18 +229,12 @@ echo
 # cuda_malloc's step time hits TARGET; both shrink the step as they grow
 # (s: host faster as it shrinks, so the sense is flipped)
 fit() {
-	local tr=$1 knob=$2 target=$3 s=$4 lo hi mid v i
-	if [ "$knob" = s ]; then lo=0.05; hi=1.5; else lo=0; hi=60; fi
-	for i in $(seq 1 18); do
-		mid=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.5f", (a + b) / 2 }')
-		if [ "$knob" = s ]; then
-			v=$(step "$tr" cuda_malloc "host_scale=$mid,api_overhead_us=0")
-			if awk -v v="$v" -v t="$target" 'BEGIN { exit !(v < t) }'; then lo=$mid; else hi=$mid; fi
-		else
-			v=$(step "$tr" cuda_malloc "host_scale=$s,api_overhead_us=$mid")
-			if awk -v v="$v" -v t="$target" 'BEGIN { exit !(v > t) }'; then lo=$mid; else hi=$mid; fi
-		fi
-	done
+	local tr=$1 knob=$2 target=$3 s=$4 lo hi
+	if [ "$knob" = s ]; then
+		read -r lo hi < <(bisect "$tr" 1 "$target" "host_scale=@,api_overhead_us=0" up 0.05 1.5 18 5)
+	else
+		read -r lo hi < <(bisect "$tr" 1 "$target" "host_scale=$s,api_overhead_us=@" down 0 60 18 5)
+	fi
 	awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.4f", (a + b) / 2 }'
 }
 
@@ -252,6 +262,12 @@ for b in 32 64; do
 	echo "| $b | $(recorded "$tr") ms | $(step "$tr" cuda_malloc "") ms | ${S[$b]} | ${O[$b]} |"
 done
 echo
+# crow TRACE BATCH POLICY WHAT KNOBS CORRECTIONS MEASURED: one row below
+crow() {
+	local p
+	p=$(step "$1" "$3" "$5")
+	echo "| $2 | $4 | $6 | $7 ms | $p ms | $(err "$p" "$7") |"
+}
 echo "| batch | what | corrections | measured | predicted | error |"
 echo "|---|---|---|---|---|---|"
 for b in 32 64; do
@@ -260,20 +276,15 @@ for b in 32 64; do
 	k0="host_scale=${S[$b]},api_overhead_us=0"
 	kb="host_scale=${S[$b]},api_overhead_us=${O[$b]}"
 	kx="host_scale=${S[$b]},api_overhead_us=${O[$other]}"
-	p=$(step "$tr" pytorch "")
-	echo "| $b | (a) caching on, pytorch | none | ${CCACHE[$b]} ms | $p ms | $(err "$p" "${CCACHE[$b]}") |"
-	p=$(step "$tr" pytorch "$k0")
-	echo "| $b | (a) caching on, pytorch | contention only | ${CCACHE[$b]} ms | $p ms | $(err "$p" "${CCACHE[$b]}") |"
-	p=$(step "$tr" pytorch "$kb")
-	echo "| $b | (a) caching on, pytorch | own batch | ${CCACHE[$b]} ms | $p ms | $(err "$p" "${CCACHE[$b]}") |"
-	p=$(step "$tr" pytorch "$kx")
-	echo "| $b | (a) caching on, pytorch | overhead of b$other | ${CCACHE[$b]} ms | $p ms | $(err "$p" "${CCACHE[$b]}") |"
-	p=$(step "$tr" cuda_malloc "")
-	echo "| $b | (b) no caching, cuda_malloc | none | ${CPLAIN[$b]} ms | $p ms | $(err "$p" "${CPLAIN[$b]}") |"
-	p=$(step "$tr" cuda_malloc "$kb")
-	echo "| $b | (b) no caching, cuda_malloc | own batch (fitted on it) | ${CPLAIN[$b]} ms | $p ms | $(err "$p" "${CPLAIN[$b]}") |"
-	p=$(step "$tr" cuda_malloc "$kx")
-	echo "| $b | (b) no caching, cuda_malloc | overhead of b$other | ${CPLAIN[$b]} ms | $p ms | $(err "$p" "${CPLAIN[$b]}") |"
+	a="(a) caching on, pytorch"
+	n="(b) no caching, cuda_malloc"
+	crow "$tr" "$b" pytorch "$a" "" none "${CCACHE[$b]}"
+	crow "$tr" "$b" pytorch "$a" "$k0" "contention only" "${CCACHE[$b]}"
+	crow "$tr" "$b" pytorch "$a" "$kb" "own batch" "${CCACHE[$b]}"
+	crow "$tr" "$b" pytorch "$a" "$kx" "overhead of b$other" "${CCACHE[$b]}"
+	crow "$tr" "$b" cuda_malloc "$n" "" none "${CPLAIN[$b]}"
+	crow "$tr" "$b" cuda_malloc "$n" "$kb" "own batch (fitted on it)" "${CPLAIN[$b]}"
+	crow "$tr" "$b" cuda_malloc "$n" "$kx" "overhead of b$other" "${CPLAIN[$b]}"
 done
 echo
 echo "## CUDA C CNN (traces/cnn): recorded NVTX steps vs cuda_malloc --timing"

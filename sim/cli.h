@@ -46,6 +46,15 @@ const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allo
 			    uint64_t reserved, uint64_t limit, uint64_t capacity,
 			    int64_t largest_free, int64_t cached_free, char *buf, size_t len);
 
+/*
+ * The "foreign" verdict (sim_oom_verdict_foreign): the framework's live
+ * bytes and the request fit the device, memory outside its allocator
+ * (FOREIGN bytes, most of it held by TOP_LIB, may be "") did not leave
+ * room. Returns BUF.
+ */
+const char *cli_oom_explain_foreign(uint64_t request, uint64_t allocated, uint64_t foreign,
+				    uint64_t capacity, const char *top_lib, char *buf, size_t len);
+
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 

@@ -42,6 +42,12 @@ const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allo
 		snprintf(buf, len, "%s: %s live + %s requested > %s usable (%s)", verdict,
 			 cli_fmt_bytes(allocated, b1, sizeof b1), cli_fmt_bytes(request, b2, sizeof b2),
 			 cli_fmt_bytes(limit, b3, sizeof b3), what);
+	} else if (!strcmp(verdict, "foreign")) {
+		/* callers with the foreign figures use cli_oom_explain_foreign */
+		snprintf(buf, len, "foreign: %s live + %s requested fit in %s usable, but memory "
+			 "outside the framework's allocator took the rest of the device",
+			 cli_fmt_bytes(allocated, b1, sizeof b1), cli_fmt_bytes(request, b2, sizeof b2),
+			 limit ? cli_fmt_bytes(limit, b3, sizeof b3) : "unlimited");
 	} else if (cached_free >= 0 && (uint64_t)cached_free >= request) {
 		snprintf(buf, len, "fragmentation: %s cached free but the largest free block is %s "
 			 "for a request of %s", cli_fmt_bytes((uint64_t)cached_free, b1, sizeof b1),
@@ -54,5 +60,18 @@ const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allo
 			 limit ? cli_fmt_bytes(limit, b3, sizeof b3) : "unlimited", what,
 			 cli_fmt_bytes(reserved, b4, sizeof b4));
 	}
+	return buf;
+}
+
+const char *cli_oom_explain_foreign(uint64_t request, uint64_t allocated, uint64_t foreign,
+				    uint64_t capacity, const char *top_lib, char *buf, size_t len)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	snprintf(buf, len, "foreign: %s live + %s requested fit in the %s device, but %s "
+		 "outside the framework's allocator%s%s%s took the rest",
+		 cli_fmt_bytes(allocated, b1, sizeof b1), cli_fmt_bytes(request, b2, sizeof b2),
+		 capacity ? cli_fmt_bytes(capacity, b4, sizeof b4) : "unlimited",
+		 cli_fmt_bytes(foreign, b3, sizeof b3), top_lib && *top_lib ? " (most in " : "",
+		 top_lib && *top_lib ? top_lib : "", top_lib && *top_lib ? ")" : "");
 	return buf;
 }

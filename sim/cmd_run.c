@@ -26,6 +26,8 @@
 struct run_args {
 	const char *trace, *policy, *conf, *db;
 	const char *cost;               /* --cost knobs (implies --timing) */
+	enum sim_foreign_mode foreign;  /* --foreign */
+	const char *allocator_source;   /* --allocator-source */
 	int timing;
 	uint64_t capacity;
 	enum device_addr_mode mode;
@@ -58,6 +60,15 @@ static void usage(FILE *f)
 		"                       cudaFree records (docs/timing.md)\n"
 		"  --cost KNOBS         override the fitted costs (implies --timing), e.g.\n"
 		"                       \"malloc_us=10,free_us=5,hit_us=1,free_sync=1\"\n"
+		"  --foreign MODE       memory outside the framework's allocator (cuBLAS/cuDNN\n"
+		"                       workspaces, module globals): device = beside the\n"
+		"                       policy, counted against the capacity but not in its\n"
+		"                       reserved; policy = given to the policy like the rest.\n"
+		"                       Default: device when the trace has the label\n"
+		"                       allocator_source=SUBSTR, else policy\n"
+		"  --allocator-source SUBSTR  the framework allocator's library (a substring\n"
+		"                       of the 'a' source, e.g. libc10_cuda); overrides the\n"
+		"                       label; implies --foreign device unless policy is given\n"
 		"  --quiet              no progress on stderr\n\n"
 		"Exit status: 0 ok (a simulated OOM is a result), 1 failure (bad trace, bad\n"
 		"knob, database error: the message names file:line or the knob), 2 usage.\n",
@@ -75,7 +86,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		int takes = !strcmp(o, "--policy") || !strcmp(o, "--conf") ||
 			    !strcmp(o, "--capacity") || !strcmp(o, "--addresses") ||
 			    !strcmp(o, "--db") || !strcmp(o, "--timeline-points") ||
-			    !strcmp(o, "--cost");
+			    !strcmp(o, "--cost") || !strcmp(o, "--foreign") ||
+			    !strcmp(o, "--allocator-source");
 		if (takes && !v) {
 			fprintf(stderr, "gpumemsim run: %s needs a value\n", o);
 			return EXIT_USAGE;
@@ -114,6 +126,23 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		} else if (!strcmp(o, "--cost")) {
 			a->cost = v;
 			a->timing = 1;
+		} else if (!strcmp(o, "--foreign")) {
+			if (!strcmp(v, "device")) {
+				a->foreign = SIM_FOREIGN_DEVICE;
+			} else if (!strcmp(v, "policy")) {
+				a->foreign = SIM_FOREIGN_POLICY;
+			} else {
+				fprintf(stderr, "gpumemsim run: --foreign '%s': expected device or "
+					"policy\n", v);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(o, "--allocator-source")) {
+			if (!*v) {
+				fprintf(stderr, "gpumemsim run: --allocator-source: expected a "
+					"non-empty substring, e.g. libc10_cuda\n");
+				return EXIT_USAGE;
+			}
+			a->allocator_source = v;
 		} else if (!strcmp(o, "--timing")) {
 			a->timing = 1;
 		} else if (!strcmp(o, "--json")) {
@@ -184,9 +213,36 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 		json_kv_i64(&j, "cached_free_bytes", r->oom_cached_free);
 		json_kv_u64(&j, "limit", r->oom_limit);
 		json_kv_string(&j, "verdict", r->oom_verdict);
+		if (r->foreign_routed) {
+			json_kv_u64(&j, "foreign", r->oom_foreign);
+			json_kv_string(&j, "foreign_top", r->oom_foreign_lib);
+		}
 		json_end_object(&j);
 	} else {
 		json_null(&j);
+	}
+	if (r->foreign_routed) {
+		/* only with routing on: an unlabelled trace prints what it always did */
+		json_key(&j, "foreign");
+		json_begin_object(&j);
+		json_kv_string(&j, "allocator_source", r->allocator_source);
+		json_kv_u64(&j, "allocs", r->foreign_allocs);
+		json_kv_u64(&j, "peak_foreign", r->peak_foreign);
+		json_kv_u64(&j, "device_peak", r->device_peak);
+		json_key(&j, "libraries");
+		json_begin_array(&j);
+		for (size_t i = 0; i < r->nforeign_libs; i++) {
+			const struct sim_foreign_lib *l = &r->foreign_libs[i];
+			json_begin_object(&j);
+			json_kv_string(&j, "name", l->name);
+			json_kv_u64(&j, "allocs", l->allocs);
+			json_kv_u64(&j, "peak", l->peak);
+			if (r->oom)
+				json_kv_u64(&j, "at_oom", l->at_oom);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		json_end_object(&j);
 	}
 	json_kv_u64(&j, "trace_duration_ns", r->trace_duration_ns);
 	json_kv_u64(&j, "sim_duration_ns", r->sim_duration_ns);
@@ -266,6 +322,18 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 	       cli_fmt_bytes(r->peak_requested, b2, sizeof b2));
 	printf("peak reserved    %s\n", cli_fmt_bytes(r->peak_reserved, b1, sizeof b1));
 	printf("fragmentation    %.4f (1 - peak allocated / peak reserved)\n", r->fragmentation);
+	if (r->foreign_routed) {
+		printf("outside          %s at most beside the allocator (%" PRIu64 " allocations not "
+		       "from '%s', or module globals)\n", cli_fmt_bytes(r->peak_foreign, b1, sizeof b1),
+		       r->foreign_allocs, r->allocator_source);
+		for (size_t i = 0; i < r->nforeign_libs; i++)
+			printf("                 %-40s %s at most, %" PRIu64 " allocations\n",
+			       r->foreign_libs[i].name,
+			       cli_fmt_bytes(r->foreign_libs[i].peak, b1, sizeof b1),
+			       r->foreign_libs[i].allocs);
+		printf("device peak      %s (reserved + outside; nvidia-smi adds the CUDA context)\n",
+		       cli_fmt_bytes(r->device_peak, b1, sizeof b1));
+	}
 	printf("device calls     %" PRIu64 " allocs/maps, %" PRIu64 " frees/unmaps\n",
 	       r->device_allocs, r->device_frees);
 	if (r->oom) {
@@ -281,10 +349,14 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 			printf("                 cached free %s\n",
 			       cli_fmt_bytes((uint64_t)r->oom_cached_free, b1, sizeof b1));
 		char why[256];
-		printf("                 verdict: %s\n",
-		       cli_oom_explain(r->oom_verdict, r->oom_bytes, r->oom_allocated,
-				       r->oom_reserved, r->oom_limit, r->capacity, r->oom_largest_free,
-				       r->oom_cached_free, why, sizeof why));
+		if (!strcmp(r->oom_verdict, "foreign"))
+			cli_oom_explain_foreign(r->oom_bytes, r->oom_allocated, r->oom_foreign,
+						r->capacity, r->oom_foreign_lib, why, sizeof why);
+		else
+			cli_oom_explain(r->oom_verdict, r->oom_bytes, r->oom_allocated,
+					r->oom_reserved, r->oom_limit, r->capacity,
+					r->oom_largest_free, r->oom_cached_free, why, sizeof why);
+		printf("                 verdict: %s\n", why);
 	} else {
 		printf("OOM              none\n");
 	}
@@ -354,6 +426,8 @@ int cmd_run(int argc, char **argv)
 		.timeline_points = a.timeline_points,
 		.progress = !a.quiet && isatty(STDERR_FILENO),
 		.cost = a.timing ? &cm : NULL,
+		.foreign = a.foreign,
+		.allocator_source = a.allocator_source,
 	};
 	if (sim_run(&o, &res, err, sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim run: %s\n", err);

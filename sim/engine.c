@@ -235,6 +235,43 @@ struct engine {
 };
 
 
+/* Which allocations the framework's allocator never served: the rule of
+ * engine.h (enum sim_foreign_mode), with the answer per source string id
+ * cached, since strstr per record would cost as much as the replay. */
+struct foreign_rule {
+	const char *sub;        /* NULL: no routing */
+	uint8_t *cache;         /* string id -> 0 unknown, 1 framework, 2 foreign */
+	size_t ncache;
+};
+
+static int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreign_rule *fr)
+{
+	if (!fr->sub || m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED)
+		return 0;
+	if (m->kind == TMEM_DEVICE_STATIC || m->kind == TMEM_MANAGED_STATIC)
+		return 1;
+	/* no source: nothing says it is not the allocator's */
+	if (m->source == TRACE_NO_STRING)
+		return 0;
+	if (m->source < fr->ncache && fr->cache[m->source])
+		return fr->cache[m->source] == 2;
+	const char *s = trace_reader_string(rd, m->source);
+	int foreign = s && !strstr(s, fr->sub);
+	if (m->source >= fr->ncache) {
+		size_t n = fr->ncache ? fr->ncache : 256;
+		while (n <= m->source)
+			n *= 2;
+		uint8_t *c = realloc(fr->cache, n);
+		if (!c)
+			return foreign; /* uncached: asked again next time */
+		memset(c + fr->ncache, 0, n - fr->ncache);
+		fr->cache = c;
+		fr->ncache = n;
+	}
+	fr->cache[m->source] = foreign ? 2 : 1;
+	return foreign;
+}
+
 /* ------------------------------------------------------------- names */
 
 const char *sim_event_kind_name(enum sim_event_kind k)
@@ -1599,6 +1636,60 @@ static void insert_peak_event(struct engine *e)
 	r->events[pos] = pk;
 }
 
+/* A foreign library's name, as `import torch-markers` reports it: the
+ * basename of the source, and the memory kind unless plain device memory. */
+static void flib_name(struct engine *e, const struct flib *l, char *buf, size_t len)
+{
+	static const char *const kinds[] = { "unknown", "pageable", "pinned", "device",
+		"array", "managed", "device static", "managed static" };
+	const char *s = l->source == TRACE_NO_STRING ? NULL : trace_reader_string(e->rd, l->source);
+	const char *base = s ? strrchr(s, '/') : NULL;
+	base = base ? base + 1 : s ? s : "(no source)";
+	if (l - e->flibs == FLIB_MAX - 1)
+		snprintf(buf, len, "(other libraries)");
+	else if (l->kind == TMEM_DEVICE)
+		snprintf(buf, len, "%s", base);
+	else
+		snprintf(buf, len, "%s [%s]", base,
+			 l->kind < sizeof kinds / sizeof kinds[0] ? kinds[l->kind] : "unknown");
+}
+
+static int flib_cmp(const void *a, const void *b)
+{
+	const struct sim_foreign_lib *x = a, *y = b;
+	if (x->peak != y->peak)
+		return x->peak > y->peak ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The largest foreign libraries into the result, in a fixed order. */
+static int foreign_finish(struct engine *e)
+{
+	struct sim_result *r = e->res;
+	r->device_peak = device_peak_total(e->dev);
+	if (!e->fsub)
+		return 0;
+	r->foreign_routed = 1;
+	snprintf(r->allocator_source, sizeof r->allocator_source, "%s", e->fsub);
+	if (r->oom && e->oom_flib >= 0)
+		flib_name(e, &e->flibs[e->oom_flib], r->oom_foreign_lib, sizeof r->oom_foreign_lib);
+	if (!e->nflib)
+		return 0;
+	struct sim_foreign_lib *all = calloc(e->nflib, sizeof *all);
+	if (!all)
+		return -1;
+	for (uint32_t i = 0; i < e->nflib; i++) {
+		flib_name(e, &e->flibs[i], all[i].name, sizeof all[i].name);
+		all[i].allocs = e->flibs[i].allocs;
+		all[i].peak = e->flibs[i].peak;
+		all[i].at_oom = e->flibs[i].at_oom;
+	}
+	qsort(all, e->nflib, sizeof *all, flib_cmp);
+	r->nforeign_libs = e->nflib < SIM_FOREIGN_TOP ? e->nflib : SIM_FOREIGN_TOP;
+	r->foreign_libs = all;
+	return 0;
+}
+
 static int finish(struct engine *e, char *err, size_t errlen)
 {
 	struct sim_result *r = e->res;
@@ -1639,6 +1730,10 @@ static int finish(struct engine *e, char *err, size_t errlen)
 		r->sim_duration_ns = end - e->t0;
 	}
 	insert_peak_event(e);
+	if (foreign_finish(e) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (e->pol->stats)
 		e->pol->stats(e->st, final_stat, e);
 	/* the timeline: filled buckets only */
@@ -1662,25 +1757,42 @@ static int finish(struct engine *e, char *err, size_t errlen)
 static int prepass(struct engine *e, char *err, size_t errlen)
 {
 	struct trace_rec rec;
-	int rc;
+	struct foreign_rule fr = {e->fsub, NULL, 0};
+	struct u64map fl;       /* foreign addresses live: their frees are not the policy's */
+	int rc, ret = -1;
+	u64map_init(&fl);
 	while ((rc = trace_reader_next(e->rd, &rec)) == TRACE_OK) {
+		if (fr.sub && rec.type == TREC_ALLOC && is_foreign(e->rd, &rec.u.mem, &fr)) {
+			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&fl, rec.u.mem.addr, 1) < 0) {
+				snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec.line);
+				goto out;
+			}
+			continue;
+		}
+		if (fl.count && rec.type == TREC_FREE && rec.u.mem.addr != U64MAP_EMPTY &&
+		    u64map_del(&fl, rec.u.mem.addr, NULL))
+			continue;
 		if (e->pol->prepass(e->st, &rec) < 0) {
 			snprintf(err, errlen, "%s:%" PRIu64 ": policy %s rejected the record in its pre-pass",
 				 e->path, rec.line, e->pol->name);
-			return -1;
+			goto out;
 		}
 	}
 	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
 		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
-		return -1;
+		goto out;
 	}
 	if (e->pol->prepass_done && e->pol->prepass_done(e->st, err, errlen) < 0)
-		return -1;
+		goto out;
 	if (trace_reader_rewind(e->rd) < 0) {
 		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
-		return -1;
+		goto out;
 	}
-	return 0;
+	ret = 0;
+out:
+	free(fr.cache);
+	u64map_free(&fl);
+	return ret;
 }
 
 /* Timed replays only: which GPU work each API call launched (CUPTI's
@@ -1757,6 +1869,7 @@ struct rec_pipe {
 	unsigned head, tail, count;
 	int stop, started;
 	uint8_t libc[1024];     /* reader thread's: string id -> 2 library source, 1 not */
+	struct foreign_rule fr; /* reader thread's, when the engine routes */
 };
 
 /* Keep what the replay reads of REC. */
@@ -1774,7 +1887,7 @@ static int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, s
 }
 
 static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader *rd,
-		      uint8_t *libc, size_t nlibc)
+		      uint8_t *libc, size_t nlibc, struct foreign_rule *fr)
 {
 	er->type = rec->type;
 	er->start = rec->start;
@@ -1784,9 +1897,11 @@ static void erec_from(struct erec *er, const struct trace_rec *rec, struct trace
 	case TREC_ALLOC:
 	case TREC_FREE:
 		er->u.mem = rec->u.mem;
-		er->u.mem.flags &= ~ENG_F_LIB;
+		er->u.mem.flags &= ~(ENG_F_LIB | ENG_F_FOREIGN);
 		if (rec->type == TREC_ALLOC && is_lib_source(rd, rec->u.mem.source, libc, nlibc))
 			er->u.mem.flags |= ENG_F_LIB;
+		if (fr->sub && rec->type == TREC_ALLOC && is_foreign(rd, &rec->u.mem, fr))
+			er->u.mem.flags |= ENG_F_FOREIGN;
 		break;
 	case TREC_KERNEL:
 		er->u.kern.stream = rec->u.kernel.stream;
@@ -1834,7 +1949,7 @@ static void *pipe_main(void *arg)
 		int rc = TRACE_OK;
 		size_t n = 0;
 		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &rec)) == TRACE_OK)
-			erec_from(&b->recs[n++], &rec, p->rd, p->libc, sizeof p->libc);
+			erec_from(&b->recs[n++], &rec, p->rd, p->libc, sizeof p->libc, &p->fr);
 		b->n = n;
 		b->rc = rc;
 		pthread_mutex_lock(&p->mu);
@@ -1847,10 +1962,11 @@ static void *pipe_main(void *arg)
 	}
 }
 
-static int pipe_start(struct rec_pipe *p, struct trace_reader *rd)
+static int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const char *fsub)
 {
 	memset(p, 0, sizeof *p);
 	p->rd = rd;
+	p->fr.sub = fsub;
 	for (int i = 0; i < PIPE_NBATCH; i++) {
 		p->b[i].recs = malloc(PIPE_BATCH * sizeof *p->b[i].recs);
 		if (!p->b[i].recs)
@@ -1878,6 +1994,8 @@ static int pipe_start(struct rec_pipe *p, struct trace_reader *rd)
 fail:
 	for (int i = 0; i < PIPE_NBATCH; i++)
 		free(p->b[i].recs);
+	free(p->fr.cache);
+	p->fr.cache = NULL;
 	return -1;
 }
 
@@ -1917,6 +2035,8 @@ static void pipe_stop(struct rec_pipe *p)
 	pthread_mutex_destroy(&p->mu);
 	for (int i = 0; i < PIPE_NBATCH; i++)
 		free(p->b[i].recs);
+	free(p->fr.cache);
+	p->fr.cache = NULL;
 	p->started = 0;
 }
 
@@ -1936,7 +2056,7 @@ static int replay_all(struct engine *e, char *err, size_t errlen)
 	struct rec_pipe p;
 	uint64_t nrec = 0;
 	int progressed = 0, ret = 0, rc = TRACE_OK;
-	if (pipe_start(&p, e->rd) < 0) {
+	if (pipe_start(&p, e->rd, e->fsub) < 0) {
 		snprintf(err, errlen, "%s: cannot start the reader thread", e->path);
 		return -1;
 	}
@@ -1975,6 +2095,41 @@ static int replay_all(struct engine *e, char *err, size_t errlen)
 
 /* ----------------------------------------------------------- sim_run */
 
+/* Routing of memory outside the framework's allocator: the label's (or the
+ * option's) SUBSTR, unless the policy is asked to serve everything. */
+static int foreign_setup(struct engine *e, const struct trace_header *h, char *err, size_t errlen)
+{
+	const char *label = NULL;
+	for (size_t i = 0; h && i < h->nlabels; i++)
+		if (h->labels[i].key && !strcmp(h->labels[i].key, SIM_SOURCE_LABEL))
+			label = h->labels[i].value ? h->labels[i].value : "";
+	const char *sub = e->o->allocator_source ? e->o->allocator_source : label;
+	switch (e->o->foreign) {
+	case SIM_FOREIGN_POLICY:
+		return 0;
+	case SIM_FOREIGN_AUTO:
+		if (!sub)
+			return 0;
+		break;
+	case SIM_FOREIGN_DEVICE:
+		if (!sub) {
+			snprintf(err, errlen, "%s: foreign device: the trace has no label "
+				 SIM_SOURCE_LABEL "=SUBSTR naming the framework's allocator "
+				 "(give the substring with --allocator-source)", e->path);
+			return -1;
+		}
+		break;
+	}
+	if (!*sub) {
+		snprintf(err, errlen, "%s: %s is empty (expected a substring of the framework "
+			 "allocator's library name, e.g. libc10_cuda)", e->path,
+			 e->o->allocator_source ? "allocator_source" : "label " SIM_SOURCE_LABEL);
+		return -1;
+	}
+	e->fsub = sub;
+	return 0;
+}
+
 /*
  * The result is complete only when the function returns 0; on error it is
  * freed and zeroed, so a caller never stores half a run.
@@ -1990,7 +2145,10 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	u64map_init(&e.stream_idx);
 	u64map_init(&e.launch);
 	u64map_init(&e.ctx_idx);
+	u64map_init(&e.flive);
+	u64map_init(&e.flib_idx);
 	eq_init(&e.q);
+	e.oom_flib = -1;
 	e.o = o;
 	e.res = res;
 	e.pol = o->policy;
@@ -2018,6 +2176,8 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	}
 	const struct trace_header *h = trace_reader_header(e.rd);
 	res->capacity = o->capacity ? o->capacity : (h ? h->total_memory : 0);
+	if (foreign_setup(&e, h, err, errlen) < 0)
+		goto out;
 	res->complete = 1;
 	res->oom_largest_free = res->oom_cached_free = -1;
 	if (copy_identity(&e, err, errlen) < 0)
@@ -2081,6 +2241,9 @@ out:
 	free(e.ctxs);
 	free(e.pk);
 	u64map_free(&e.ctx_idx);
+	u64map_free(&e.flive);
+	u64map_free(&e.flib_idx);
+	free(e.flibs);
 	eq_free(&e.q);
 	if (ret < 0)
 		sim_result_free(res);
@@ -2106,5 +2269,6 @@ void sim_result_free(struct sim_result *res)
 	free(res->step_ns);
 	free(res->peak_live);
 	free(res->ranges);
+	free(res->foreign_libs);
 	memset(res, 0, sizeof *res);
 }

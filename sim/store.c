@@ -156,6 +156,12 @@ static const struct { const char *name, *decl; } added_run_columns[] = {
 	{"oom_limit", "INTEGER"},
 	{"oom_verdict", "TEXT"},
 	{"timed", "INTEGER NOT NULL DEFAULT 0"},
+	/* memory outside the framework's allocator (docs/markers.md) */
+	{"foreign_routed", "INTEGER NOT NULL DEFAULT 0"},
+	{"peak_foreign", "INTEGER NOT NULL DEFAULT 0"},
+	{"device_peak", "INTEGER"},
+	{"oom_foreign", "TEXT"},
+	{"oom_foreign_bytes", "INTEGER"},
 };
 #define N_ADDED_RUN_COLUMNS (sizeof added_run_columns / sizeof added_run_columns[0])
 
@@ -289,7 +295,8 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 		    &s->ins_run, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_labels VALUES(?,?,?)", &s->ins_label, err, errlen) < 0 ||
 	    prepare(s, "UPDATE runs SET step_time_ns=?, step_count=?, oom_limit=?, oom_verdict=?,"
-		    " timed=? WHERE id=?", &s->upd_added, err, errlen) < 0 ||
+		    " timed=?, foreign_routed=?, peak_foreign=?, device_peak=?, oom_foreign=?,"
+		    " oom_foreign_bytes=? WHERE id=?", &s->upd_added, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_stats VALUES(?,?,?)", &s->ins_stat, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO timeline VALUES(?,?,?,?)", &s->ins_tl, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO events VALUES(?,?,?,?,?,?)", &s->ins_ev, err, errlen) < 0 ||
@@ -444,7 +451,19 @@ static int save_tx(struct store *s, const struct sim_result *r, const char *tool
 	else
 		sqlite3_bind_null(s->upd_added, 4);
 	sqlite3_bind_int64(s->upd_added, 5, r->timed ? 1 : 0);
-	sqlite3_bind_int64(s->upd_added, 6, id);
+	sqlite3_bind_int64(s->upd_added, 6, r->foreign_routed ? 1 : 0);
+	sqlite3_bind_int64(s->upd_added, 7, (sqlite3_int64)r->peak_foreign);
+	/* a result made without the engine's figure (an old worker) has 0 */
+	sqlite3_bind_int64(s->upd_added, 8, (sqlite3_int64)(r->device_peak ? r->device_peak
+							    : r->peak_reserved));
+	if (r->oom && r->foreign_routed) {
+		sqlite3_bind_text(s->upd_added, 9, r->oom_foreign_lib, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s->upd_added, 10, (sqlite3_int64)r->oom_foreign);
+	} else {
+		sqlite3_bind_null(s->upd_added, 9);
+		sqlite3_bind_null(s->upd_added, 10);
+	}
+	sqlite3_bind_int64(s->upd_added, 11, id);
 	if (step_done(s->upd_added) < 0)
 		goto sqlerr;
 	if (key) {

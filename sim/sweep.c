@@ -378,6 +378,13 @@ int sweep_encode_result(const struct sim_result *r, char **buf, size_t *len)
 	put_arr(&b, r->step_ns, r->nsteps, sizeof *r->step_ns);
 	put_arr(&b, r->peak_live, r->npeak_live, sizeof *r->peak_live);
 	put_arr(&b, r->ranges, r->nranges, sizeof *r->ranges);
+	/* memory outside the framework's allocator */
+	uint64_t f[] = {(uint64_t)r->foreign_routed, r->foreign_allocs, r->peak_foreign,
+			r->device_peak, r->oom_foreign};
+	put(&b, f, sizeof f);
+	put(&b, r->allocator_source, sizeof r->allocator_source);
+	put(&b, r->oom_foreign_lib, sizeof r->oom_foreign_lib);
+	put_arr(&b, r->foreign_libs, r->nforeign_libs, sizeof *r->foreign_libs);
 	if (b.failed) {
 		free(b.p);
 		return -1;
@@ -512,6 +519,20 @@ int sweep_decode_result(const char *buf, size_t len, struct sim_result *r)
 	r->step_ns = get_arr(&b, &r->nsteps, sizeof *r->step_ns);
 	r->peak_live = get_arr(&b, &r->npeak_live, sizeof *r->peak_live);
 	r->ranges = get_arr(&b, &r->nranges, sizeof *r->ranges);
+	uint64_t f[5];
+	get(&b, f, sizeof f);
+	r->foreign_routed = (int)f[0];
+	r->foreign_allocs = f[1];
+	r->peak_foreign = f[2];
+	r->device_peak = f[3];
+	r->oom_foreign = f[4];
+	get(&b, r->allocator_source, sizeof r->allocator_source);
+	r->allocator_source[sizeof r->allocator_source - 1] = '\0';
+	get(&b, r->oom_foreign_lib, sizeof r->oom_foreign_lib);
+	r->oom_foreign_lib[sizeof r->oom_foreign_lib - 1] = '\0';
+	r->foreign_libs = get_arr(&b, &r->nforeign_libs, sizeof *r->foreign_libs);
+	for (size_t i = 0; i < r->nforeign_libs; i++)
+		r->foreign_libs[i].name[sizeof r->foreign_libs[i].name - 1] = '\0';
 	if (b.failed || b.pos != len || !r->trace_path || !r->policy || !r->conf) {
 		sim_result_free(r);
 		return -1;

@@ -5,6 +5,7 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,29 @@ void th_tmpname(char *buf, size_t len, const char *stem)
 	close(fd);
 }
 
+/* Tests that replay text write it to a file: the reader takes paths only. */
+void th_tmpfile(char *buf, size_t len, const char *stem, const char *text)
+{
+	th_tmpname(buf, len, stem);
+	FILE *f = fopen(buf, "w");
+	cr_assert_not_null(f, "%s", buf);
+	cr_assert(fputs(text, f) >= 0);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* One stream so a test sees messages where they came, next to the output. */
+int th_capture(const char *cmd, char *out, size_t len)
+{
+	char full[4096];
+	snprintf(full, sizeof full, "%s 2>&1", cmd);
+	FILE *p = popen(full, "r");
+	cr_assert_not_null(p, "%s", full);
+	size_t n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* SQLite in WAL mode leaves two side files next to the database. */
 void th_rm_db(const char *path)
 {
@@ -113,6 +137,20 @@ void th_mem(struct trace_writer *w, enum trace_rec_type type, uint64_t t, uint64
 	r.u.mem.kind = TMEM_DEVICE;
 	r.u.mem.source = TRACE_NO_STRING;
 	cr_assert_eq(trace_writer_record(w, &r), 0);
+}
+
+/* The header is written at once, so the labels need not outlive the call. */
+struct trace_writer *th_batch_writer(const char *path, uint64_t batch, const char *model)
+{
+	char err[256], bstr[32];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
+	struct trace_label labels[] = {{"model", (char *)model}, {"batch", bstr}};
+	struct trace_header h = {.version = 1, .producer = "test",
+				 .labels = model ? labels : labels + 1, .nlabels = model ? 2 : 1};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	return w;
 }
 
 struct th_stat_query { const char *name; int64_t v; };

@@ -38,12 +38,24 @@ int th_have(const char *tool);
 /* A fresh empty file /tmp/gpumemsim_<STEM>_XXXXXX; its name into BUF. */
 void th_tmpname(char *buf, size_t len, const char *stem);
 
+/* Like th_tmpname, and the file holds TEXT (a plain-text trace, a rule file). */
+void th_tmpfile(char *buf, size_t len, const char *stem, const char *text);
+
+/* Run shell command CMD with stdout and stderr together into OUT (LEN
+ * bytes, NUL-terminated, cut when longer); its exit status, -1 when it did
+ * not exit. */
+int th_capture(const char *cmd, char *out, size_t len);
+
 /* Remove SQLite database PATH with its -wal and -shm files. */
 void th_rm_db(const char *path);
 
 /* Write one device alloc or free record (stream 0) at time T. */
 void th_mem(struct trace_writer *w, enum trace_rec_type type, uint64_t t, uint64_t addr,
 	    uint64_t bytes);
+
+/* An atomic trace writer on PATH, its header written with the labels the
+ * batch what-ifs read: model=MODEL (left out when NULL) and batch=BATCH. */
+struct trace_writer *th_batch_writer(const char *path, uint64_t batch, const char *model);
 
 struct alloc_policy;
 

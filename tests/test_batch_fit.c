@@ -5,7 +5,6 @@
  * workspace inside a layer's NVTX range; plus a misaligned capture.
  */
 #include <criterion/criterion.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 
 #include "../traces/batch_fit.h"
 #include "../traces/trace.h"
+#include "helpers.h"
 
 #define MiB (1024ull * 1024)
 
@@ -22,24 +22,11 @@ static uint64_t ws_bytes(uint64_t b)
 	return b == 8 ? 1 * MiB : b == 16 ? 4 * MiB : 2 * MiB;
 }
 
-static void tmp_path(char *buf, size_t len, const char *tag)
-{
-	snprintf(buf, len, "/tmp/test_batch_fit_%s_XXXXXX", tag);
-	int fd = mkstemp(buf);
-	cr_assert(fd >= 0);
-	close(fd);
-}
-
 /* A capture at BATCH; EXTRA adds an allocation the others lack. */
 static void write_capture(const char *path, uint64_t batch, int extra)
 {
-	char err[256], bstr[32];
-	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
-	cr_assert_not_null(w, "%s", err);
-	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
-	struct trace_label labels[2] = {{"model", "toy"}, {"batch", bstr}};
-	struct trace_header h = {.version = 1, .producer = "test", .labels = labels, .nlabels = 2};
-	cr_assert_eq(trace_writer_header(w, &h), 0);
+	char err[256];
+	struct trace_writer *w = th_batch_writer(path, batch, "toy");
 	uint32_t conv = trace_writer_intern(w, "conv1.fwd");
 	uint64_t t = 1000;
 	struct trace_rec r;
@@ -80,6 +67,17 @@ static struct bf_trace *load(const char *path)
 	return t;
 }
 
+/* A capture at batch 8 and one at BATCH (with the extra site when EXTRA),
+ * written to fresh files P and loaded into T. */
+static void load_two(char p[2][128], struct bf_trace *t[2], uint64_t batch, int extra)
+{
+	for (int i = 0; i < 2; i++) {
+		th_tmpname(p[i], sizeof p[i], "batch_fit_two");
+		write_capture(p[i], i ? batch : 8, i ? extra : 0);
+		t[i] = load(p[i]);
+	}
+}
+
 /* Site sizes at 24 (interpolated) and 64 (extrapolated) match the truth. */
 Test(batch_fit, predicts_sites)
 {
@@ -87,7 +85,7 @@ Test(batch_fit, predicts_sites)
 	uint64_t b[3] = {8, 16, 32};
 	struct bf_trace *t[3];
 	for (int i = 0; i < 3; i++) {
-		tmp_path(p[i], sizeof p[i], "pred");
+		th_tmpname(p[i], sizeof p[i], "batch_fit_pred");
 		write_capture(p[i], b[i], 0);
 		t[i] = load(p[i]);
 	}
@@ -113,7 +111,7 @@ Test(batch_fit, predicts_sites)
 
 	/* the synthesised trace at 64 reads back with the predicted sizes */
 	char out[128];
-	tmp_path(out, sizeof out, "out");
+	th_tmpname(out, sizeof out, "batch_fit_out");
 	cr_assert_eq(bf_synth(m, 64, out, err, sizeof err), 0, "%s", err);
 	struct bf_trace *s = load(out);
 	cr_assert_eq(bf_batch(s), 64);
@@ -138,12 +136,7 @@ Test(batch_fit, misalignment_names_the_site)
 {
 	char p[2][128];
 	struct bf_trace *t[2];
-	tmp_path(p[0], sizeof p[0], "mis");
-	tmp_path(p[1], sizeof p[1], "mis");
-	write_capture(p[0], 8, 0);
-	write_capture(p[1], 16, 1);
-	t[0] = load(p[0]);
-	t[1] = load(p[1]);
+	load_two(p, t, 16, 1);
 	struct bf_model *m = NULL;
 	char err[2048];
 	struct bf_options o = {0};
@@ -168,12 +161,7 @@ Test(batch_fit, refuses_bad_inputs)
 {
 	char p[2][128], err[1024];
 	struct bf_trace *t[2];
-	tmp_path(p[0], sizeof p[0], "dup");
-	tmp_path(p[1], sizeof p[1], "dup");
-	write_capture(p[0], 8, 0);
-	write_capture(p[1], 8, 0);
-	t[0] = load(p[0]);
-	t[1] = load(p[1]);
+	load_two(p, t, 8, 0);
 	struct bf_model *m = NULL;
 	cr_assert_eq(bf_fit(t, 2, NULL, &m, err, sizeof err), -1);
 	cr_assert(strstr(err, "both have batch 8") != NULL, "%s", err);
@@ -195,13 +183,8 @@ Test(batch_fit, refuses_bad_inputs)
  * "step 1" with one activation and a workspace. */
 static void write_late_range(const char *path, uint64_t batch)
 {
-	char err[256], bstr[32];
-	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
-	cr_assert_not_null(w, "%s", err);
-	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
-	struct trace_label labels[1] = {{"batch", bstr}};
-	struct trace_header h = {.version = 1, .producer = "test", .labels = labels, .nlabels = 1};
-	cr_assert_eq(trace_writer_header(w, &h), 0);
+	char err[256];
+	struct trace_writer *w = th_batch_writer(path, batch, NULL);
 	uint32_t fc = trace_writer_intern(w, "fc.fwd"), s0 = trace_writer_intern(w, "step 0");
 	uint32_t s1 = trace_writer_intern(w, "step 1");
 	uint64_t t = 1000;
@@ -226,7 +209,7 @@ static void write_late_range(const char *path, uint64_t batch)
 Test(batch_fit, late_outer_range_keeps_the_layer)
 {
 	char p[64];
-	tmp_path(p, sizeof p, "late");
+	th_tmpname(p, sizeof p, "batch_fit_late");
 	write_late_range(p, 8);
 	struct bf_trace *t = load(p);
 	struct bf_live l;
@@ -243,8 +226,8 @@ Test(batch_fit, late_outer_range_keeps_the_layer)
 Test(batch_fit, steady_state_drops_the_first_step)
 {
 	char p[64], q[64], err[512];
-	tmp_path(p, sizeof p, "st_in");
-	tmp_path(q, sizeof q, "st_out");
+	th_tmpname(p, sizeof p, "batch_fit_st_in");
+	th_tmpname(q, sizeof q, "batch_fit_st_out");
 	write_late_range(p, 8);
 	struct bf_trace *t = load(p);
 	cr_assert_eq(bf_write_from_range(t, "step 1", q, err, sizeof err), 0, "%s", err);

@@ -12,19 +12,9 @@
 
 #include "../sim/cost.h"
 #include "../sim/engine.h"
+#include "helpers.h"
 
 extern const struct alloc_policy policy_caching;
-
-static void write_trace(char *path, size_t len, const char *body)
-{
-	snprintf(path, len, "/tmp/gpumemsim_caching_XXXXXX");
-	int fd = mkstemp(path);
-	cr_assert(fd >= 0);
-	FILE *f = fdopen(fd, "w");
-	cr_assert_not_null(f);
-	fputs(body, f);
-	fclose(f);
-}
 
 /* Four steps (x step records), each inside an NVTX "optimizer" range end,
  * each allocating and freeing 8 MiB then 100 MiB. */
@@ -56,7 +46,7 @@ static int64_t stat_of(const struct sim_result *r, const char *name)
 static void run(const char *conf, const struct cost_model *m, struct sim_result *r)
 {
 	char path[64], err[512] = "";
-	write_trace(path, sizeof path, TRACE);
+	th_tmpfile(path, sizeof path, "caching", TRACE);
 	struct sim_options o = {.trace_path = path, .policy = &policy_caching, .conf = conf, .cost = m};
 	cr_assert_eq(sim_run(&o, r, err, sizeof err), 0, "%s: %s", conf, err);
 	unlink(path);
@@ -72,6 +62,16 @@ Test(caching, default_is_the_inner_policy)
 	sim_result_free(&r);
 }
 
+/* How many times the release rules in CONF emptied the cache over TRACE. */
+static int64_t releases(const char *conf)
+{
+	struct sim_result r;
+	run(conf, NULL, &r);
+	int64_t n = stat_of(&r, "caching.empty_cache_calls");
+	sim_result_free(&r);
+	return n;
+}
+
 Test(caching, cache_limit_fires_on_free)
 {
 	struct sim_result r;
@@ -80,39 +80,24 @@ Test(caching, cache_limit_fires_on_free)
 	cr_assert_eq(stat_of(&r, "caching.empty_cache_calls"), 8);
 	cr_assert_gt(r.device_frees, 0);
 	sim_result_free(&r);
-	run("cache_limit:1GiB", NULL, &r);
-	cr_assert_eq(stat_of(&r, "caching.empty_cache_calls"), 0);
-	sim_result_free(&r);
+	cr_assert_eq(releases("cache_limit:1GiB"), 0);
 }
 
 Test(caching, every_n_steps)
 {
-	struct sim_result r;
-	run("empty_cache_every:2", NULL, &r);
-	cr_assert_eq(stat_of(&r, "caching.empty_cache_calls"), 2);
-	sim_result_free(&r);
+	cr_assert_eq(releases("empty_cache_every:2"), 2);
 }
 
 Test(caching, at_nvtx_range_end)
 {
-	struct sim_result r;
-	run("empty_cache_at:optimizer", NULL, &r);
-	cr_assert_eq(stat_of(&r, "caching.empty_cache_calls"), 4);
-	sim_result_free(&r);
-	run("empty_cache_at:forward", NULL, &r);
-	cr_assert_eq(stat_of(&r, "caching.empty_cache_calls"), 0);
-	sim_result_free(&r);
+	cr_assert_eq(releases("empty_cache_at:optimizer"), 4);
+	cr_assert_eq(releases("empty_cache_at:forward"), 0);
 }
 
 Test(caching, release_threshold_at_sync)
 {
-	struct sim_result r;
-	run("release_threshold:50MiB", NULL, &r);
-	cr_assert_eq(stat_of(&r, "caching.empty_cache_calls"), 4);
-	sim_result_free(&r);
-	run("release_threshold:10GiB", NULL, &r);
-	cr_assert_eq(stat_of(&r, "caching.empty_cache_calls"), 0);
-	sim_result_free(&r);
+	cr_assert_eq(releases("release_threshold:50MiB"), 4);
+	cr_assert_eq(releases("release_threshold:10GiB"), 0);
 }
 
 Test(caching, inner_knobs_pass_through_and_bad_ones_are_named)
@@ -123,7 +108,7 @@ Test(caching, inner_knobs_pass_through_and_bad_ones_are_named)
 	sim_result_free(&r);
 
 	char path[64], err[512] = "";
-	write_trace(path, sizeof path, TRACE);
+	th_tmpfile(path, sizeof path, "caching", TRACE);
 	struct sim_options o = {.trace_path = path, .policy = &policy_caching,
 				.conf = "inner:pytorch,bogus_knob:1"};
 	cr_assert_eq(sim_run(&o, &r, err, sizeof err), -1);

@@ -17,6 +17,7 @@
 
 #include "../capture/convert.h"
 #include "../traces/trace.h"
+#include "helpers.h"
 
 /* The GPU test's checker, reused on the probe trace captured on the H200. */
 #define GPU_PROBE_CHECK_NO_MAIN
@@ -345,6 +346,9 @@ Test(capture_convert, round_trip_through_writer_and_reader)
 
 /* ------------------------------------------------------------- launcher */
 
+/* Each test hands the launcher a stand-in library, an empty temporary file
+ * (th_tmpname "capture_lib"): it only checks that the file exists. */
+
 static const char *bin(void)
 {
 	const char *b = getenv("GPUMEMSIM_BIN");
@@ -357,15 +361,6 @@ static int sh(const char *cmd)
 	int st = system(cmd);
 	cr_assert_neq(st, -1);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* A stand-in library file: the launcher only needs it to exist. */
-static void fake_lib(char *path)
-{
-	strcpy(path, "/tmp/test_capture_lib_XXXXXX");
-	int fd = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	close(fd);
 }
 
 static char *slurp(const char *path)
@@ -381,11 +376,9 @@ static char *slurp(const char *path)
 
 Test(capture_launcher, sets_environment_and_passes_exit_status)
 {
-	char lib[64], envf[] = "/tmp/test_capture_env_XXXXXX", cmd[1024];
-	fake_lib(lib);
-	int fd = mkstemp(envf);
-	cr_assert_geq(fd, 0);
-	close(fd);
+	char lib[64], envf[64], cmd[1024];
+	th_tmpname(lib, sizeof lib, "capture_lib");
+	th_tmpname(envf, sizeof envf, "capture_env");
 	snprintf(cmd, sizeof(cmd),
 		 "cd /tmp && GPUMEMSIM_CAPTURE_LIB=%s %s capture -o rel_out.trace.gz --label batch=64 "
 		 "--label model=resnet50 --no-links -- sh -c 'env > %s; exit 3' 2>/dev/null",
@@ -407,11 +400,9 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 
 Test(capture_launcher, links_default_on_and_output_untouched)
 {
-	char lib[64], cmd[1024], outf[] = "/tmp/test_capture_out_XXXXXX";
-	fake_lib(lib);
-	int fd = mkstemp(outf);
-	cr_assert_geq(fd, 0);
-	close(fd);
+	char lib[64], cmd[1024], outf[64];
+	th_tmpname(lib, sizeof lib, "capture_lib");
+	th_tmpname(outf, sizeof outf, "capture_out");
 	snprintf(cmd, sizeof(cmd),
 		 "GPUMEMSIM_CAPTURE_LIB=%s %s capture -o /tmp/x.trace -- sh -c "
 		 "'echo out; echo $GPUMEMSIM_CAPTURE_LINKS' > %s 2>/dev/null", lib, bin(), outf);
@@ -424,7 +415,7 @@ Test(capture_launcher, links_default_on_and_output_untouched)
 Test(capture_launcher, usage_and_failures)
 {
 	char lib[64], cmd[1024];
-	fake_lib(lib);
+	th_tmpname(lib, sizeof lib, "capture_lib");
 	const struct { const char *args; int rc; } cases[] = {
 		{"", 2},                                  /* no program */
 		{"--", 2},
@@ -560,11 +551,9 @@ Test(capture_data, sigterm_trace_is_complete)
 
 Test(capture_launcher, lists_every_trace_last_report_line_wins)
 {
-	char lib[64], cmd[1024], errf[] = "/tmp/test_capture_err_XXXXXX";
-	fake_lib(lib);
-	int fd = mkstemp(errf);
-	cr_assert_geq(fd, 0);
-	close(fd);
+	char lib[64], cmd[1024], errf[64];
+	th_tmpname(lib, sizeof lib, "capture_lib");
+	th_tmpname(errf, sizeof errf, "capture_err");
 	snprintf(cmd, sizeof(cmd),
 		 "GPUMEMSIM_CAPTURE_LIB=%s %s capture -o /tmp/x.trace.gz -- sh -c '"
 		 "R=$GPUMEMSIM_CAPTURE_REPORT; echo \"/tmp/p1.trace.gz 0 0 0\" >> $R; "

@@ -13,20 +13,9 @@
 
 #include "../sim/cost.h"
 #include "../sim/engine.h"
+#include "helpers.h"
 
 extern const struct alloc_policy policy_cuda_malloc;
-
-/* A plain-text trace in a unique temp file; PATH gets its name. */
-static void write_trace(char *path, size_t len, const char *body)
-{
-	snprintf(path, len, "/tmp/gpumemsim_cost_XXXXXX");
-	int fd = mkstemp(path);
-	cr_assert(fd >= 0);
-	FILE *f = fdopen(fd, "w");
-	cr_assert_not_null(f);
-	fputs(body, f);
-	fclose(f);
-}
 
 struct sbuf { char *s; size_t n, cap; unsigned recs; };
 
@@ -109,7 +98,7 @@ Test(cost, fit_from_api_records)
 		t += 6000;
 	}
 	sb_end(&b);
-	write_trace(path, sizeof path, b.s);
+	th_tmpfile(path, sizeof path, "cost", b.s);
 	struct cost_model m;
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(m.n_malloc, 40);
@@ -131,7 +120,8 @@ Test(cost, fit_from_api_records)
 Test(cost, defaults_without_api_records)
 {
 	char path[64], err[256];
-	write_trace(path, sizeof path, "gpumemsim-trace 1\na 10 0x1000 4096 -\nf 20 0x1000 4096 -\nend 2 0\n");
+	th_tmpfile(path, sizeof path, "cost",
+		   "gpumemsim-trace 1\na 10 0x1000 4096 -\nf 20 0x1000 4096 -\nend 2 0\n");
 	struct cost_model m, d;
 	cost_defaults(&d);
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
@@ -155,7 +145,7 @@ Test(cost, cuda_malloc_prediction_is_exact)
 		sb_printf(&b, "f %lu 0x%lx 4096 -\n", i * G + 20, 0x1000 * (i + 1));
 	}
 	sb_end(&b);
-	write_trace(path, sizeof path, b.s);
+	th_tmpfile(path, sizeof path, "cost", b.s);
 	struct cost_model m;
 	cost_defaults(&m);
 	cr_assert_eq(cost_parse(&m, "malloc_us=10,free_us=5,hit_us=0", err, sizeof err), 0, "%s", err);
@@ -208,7 +198,7 @@ Test(cost, round_trip_and_steps)
 		}
 	}
 	sb_end(&b);
-	write_trace(path, sizeof path, b.s);
+	th_tmpfile(path, sizeof path, "cost", b.s);
 	struct cost_model m;
 	cr_assert_eq(cost_fit_trace(path, "hit_us=0", &m, err, sizeof err), 0, "%s", err);
 	cr_assert_float_eq(m.malloc_c.small_ns, M, 1e-6);
@@ -235,12 +225,12 @@ Test(cost, round_trip_and_steps)
 Test(cost, nvtx_steps_exclude_warmup)
 {
 	char path[64], err[256];
-	write_trace(path, sizeof path,
-		    "gpumemsim-trace 1\nS 0 step\nS 1 kern\n"
-		    "r 0 +1000 0 0\nk 10 +900 7 1 1,1,1 1,1,1 0 0 0\n"
-		    "r 2000 +100 0 0\nk 2010 +300 7 1 1,1,1 1,1,1 0 0 0\n"
-		    "r 3000 +100 0 0\nk 3010 +500 7 1 1,1,1 1,1,1 0 0 0\n"
-		    "end 6 0\n");
+	th_tmpfile(path, sizeof path, "cost",
+		   "gpumemsim-trace 1\nS 0 step\nS 1 kern\n"
+		   "r 0 +1000 0 0\nk 10 +900 7 1 1,1,1 1,1,1 0 0 0\n"
+		   "r 2000 +100 0 0\nk 2010 +300 7 1 1,1,1 1,1,1 0 0 0\n"
+		   "r 3000 +100 0 0\nk 3010 +500 7 1 1,1,1 1,1,1 0 0 0\n"
+		   "end 6 0\n");
 	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc};
 	struct sim_result r;
 	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
@@ -260,14 +250,14 @@ Test(cost, nvtx_steps_exclude_warmup)
 Test(cost, kernels_issue_at_their_launch)
 {
 	char path[64], err[256];
-	write_trace(path, sizeof path,
-		    "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 cudaFree\nS 2 kern\n"
-		    "a 0 0x1000 4096 -\n"
-		    "p 10 110 0 5\n"
-		    "p 200 300 1 6\n"
-		    "f 201 0x1000 4096 - 3 0 6 -\n"
-		    "k 10000 10500 7 2 1,1,1 1,1,1 0 0 5\n"
-		    "end 5 0\n");
+	th_tmpfile(path, sizeof path, "cost",
+		   "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 cudaFree\nS 2 kern\n"
+		   "a 0 0x1000 4096 -\n"
+		   "p 10 110 0 5\n"
+		   "p 200 300 1 6\n"
+		   "f 201 0x1000 4096 - 3 0 6 -\n"
+		   "k 10000 10500 7 2 1,1,1 1,1,1 0 0 5\n"
+		   "end 5 0\n");
 	struct cost_model m;
 	cost_defaults(&m);
 	cr_assert_eq(cost_parse(&m, "malloc_us=0,free_us=0,hit_us=0", err, sizeof err), 0, "%s", err);
@@ -286,13 +276,13 @@ Test(cost, kernels_issue_at_their_launch)
 Test(cost, host_scale_and_api_overhead)
 {
 	char path[64], err[256];
-	write_trace(path, sizeof path,
-		    "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 kern\n"
-		    "p 0 1000 0 1\n"
-		    "k 1000 1100 7 1 1,1,1 1,1,1 0 0 1\n"
-		    "p 5000 6000 0 2\n"
-		    "k 6000 6100 7 1 1,1,1 1,1,1 0 0 2\n"
-		    "end 4 0\n");
+	th_tmpfile(path, sizeof path, "cost",
+		   "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 kern\n"
+		   "p 0 1000 0 1\n"
+		   "k 1000 1100 7 1 1,1,1 1,1,1 0 0 1\n"
+		   "p 5000 6000 0 2\n"
+		   "k 6000 6100 7 1 1,1,1 1,1,1 0 0 2\n"
+		   "end 4 0\n");
 	struct cost_model m;
 	struct sim_result r;
 	cost_defaults(&m);
@@ -336,13 +326,13 @@ Test(cost, scale_calls_keeps_device_costs)
 	/* the replay: one small cudaMalloc (defaults: 8 us), 12 us of host
 	 * gap, a launch of 1 us and its kernel */
 	char path[64];
-	write_trace(path, sizeof path,
-		    "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaLaunchKernel\nS 2 kern\n"
-		    "p 0 8000 0 1\n"
-		    "a 1 0x1000 4096 - 3 0 1 -\n"
-		    "p 20000 21000 1 2\n"
-		    "k 21000 21100 7 2 1,1,1 1,1,1 0 0 2\n"
-		    "end 4 0\n");
+	th_tmpfile(path, sizeof path, "cost",
+		   "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaLaunchKernel\nS 2 kern\n"
+		   "p 0 8000 0 1\n"
+		   "a 1 0x1000 4096 - 3 0 1 -\n"
+		   "p 20000 21000 1 2\n"
+		   "k 21000 21100 7 2 1,1,1 1,1,1 0 0 2\n"
+		   "end 4 0\n");
 	struct sim_result r1, r0;
 	cr_assert_eq(cost_fit_trace(path, "host_scale=0.5", &m, err, sizeof err), 0, "%s", err);
 	run_timed(path, &m, &r1);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../sim/engine.h"
+#include "helpers.h"
 
 /* ------------------------------------------------------ trace building */
 
@@ -603,4 +604,215 @@ Test(engine, oom_verdict_rules)
 	cr_assert_str_eq(sim_oom_verdict(600, 500, 1000, -1, -1), "capacity");
 	/* unlimited device: never capacity */
 	cr_assert_str_eq(sim_oom_verdict(600, 500, 0, -1, -1), "fragmentation");
+}
+
+/* ------------------------------------- memory outside the allocator */
+
+#define MIB (1024ull * 1024)
+
+/*
+ * A capture in miniature: the framework's allocator (libc10_cuda) makes
+ * 1 MiB and 48 MiB, cuBLAS its 64 MiB workspace, a module global 100 B.
+ * LABEL 0 leaves out the allocator_source label. TOTAL: header capacity.
+ */
+static void foreign_trace(char *path, size_t len, int label, uint64_t total)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "gpumemsim-trace 1\n"
+		 "H total_memory %llu\n"
+		 "%s"
+		 "S 0 /x/torch/lib/libc10_cuda.so\n"
+		 "S 1 /y/libcublas.so.13\n"
+		 "a 10 0x1000 1048576 - 3 0 0 0\n"
+		 "a 20 0x9000 67108864 - 3 0 0 1\n"
+		 "a 30 0x5000 100 - 6 0 0 1\n"
+		 "a 40 0x2000 50331648 - 3 0 0 0\n"
+		 "f 50 0x2000 0 - 3 0 0 0\n"
+		 "f 60 0x1000 0 - 3 0 0 0\n"
+		 "f 70 0x5000 0 - 6 0 0 1\n"
+		 "end 7 0\n",
+		 (unsigned long long)total, label ? "L allocator_source=libc10_cuda\n" : "");
+	th_tmpfile(path, len, "engine_foreign", text);
+}
+
+static void foreign_run(const char *path, enum sim_foreign_mode mode, struct sim_result *r)
+{
+	char err[512];
+	struct sim_options o = {.trace_path = path, .policy = policy_find("cuda_malloc"),
+				.foreign = mode};
+	cr_assert_eq(sim_run(&o, r, err, sizeof err), 0, "%s", err);
+}
+
+Test(engine, foreign_memory_goes_beside_the_policy)
+{
+	char path[128];
+	struct sim_result r;
+	foreign_trace(path, sizeof path, 1, 0);
+	foreign_run(path, SIM_FOREIGN_AUTO, &r);
+	cr_assert_eq(r.foreign_routed, 1);
+	cr_assert_str_eq(r.allocator_source, "libc10_cuda");
+	/* the policy saw only its own two requests */
+	cr_assert_eq(r.allocs, 2);
+	cr_assert_eq(r.frees, 2);
+	cr_assert_eq(r.peak_reserved, 49 * MIB);
+	cr_assert_eq(r.peak_allocated, 49 * MIB);
+	cr_assert_eq(r.foreign_allocs, 2);
+	cr_assert_eq(r.peak_foreign, 64 * MIB + 100);
+	cr_assert_eq(r.device_peak, 49 * MIB + 64 * MIB + 100);
+	cr_assert_eq(r.nforeign_libs, 2);
+	cr_assert_str_eq(r.foreign_libs[0].name, "libcublas.so.13");
+	cr_assert_eq(r.foreign_libs[0].peak, 64 * MIB);
+	cr_assert_eq(r.foreign_libs[0].allocs, 1);
+	cr_assert_str_eq(r.foreign_libs[1].name, "libcublas.so.13 [device static]");
+	cr_assert_eq(r.foreign_libs[1].peak, 100);
+	cr_assert_eq(r.oom, 0);
+	sim_result_free(&r);
+	unlink(path);
+}
+
+Test(engine, foreign_policy_mode_is_the_old_replay)
+{
+	char lab[128], bare[128];
+	struct sim_result a, b, c;
+	foreign_trace(lab, sizeof lab, 1, 0);
+	foreign_trace(bare, sizeof bare, 0, 0);
+	foreign_run(lab, SIM_FOREIGN_POLICY, &a);
+	foreign_run(bare, SIM_FOREIGN_AUTO, &b);
+	foreign_run(bare, SIM_FOREIGN_POLICY, &c);
+	cr_assert_eq(a.foreign_routed, 0);
+	cr_assert_eq(b.foreign_routed, 0);
+	cr_assert_eq(a.allocs, 4);
+	cr_assert_eq(a.peak_reserved, 49 * MIB + 64 * MIB + 100);
+	cr_assert_eq(a.peak_foreign, 0);
+	cr_assert_eq(a.nforeign_libs, 0);
+	cr_assert_eq(a.device_peak, a.peak_reserved);
+	/* without the label nothing changes: the same figures, either mode */
+	const struct sim_result *rs[] = {&a, &b, &c};
+	for (int i = 1; i < 3; i++) {
+		cr_assert_eq(rs[i]->peak_reserved, a.peak_reserved);
+		cr_assert_eq(rs[i]->peak_allocated, a.peak_allocated);
+		cr_assert_eq(rs[i]->device_allocs, a.device_allocs);
+		cr_assert_eq(rs[i]->allocs, a.allocs);
+		cr_assert_eq(rs[i]->ntimeline, a.ntimeline);
+		cr_assert_eq(memcmp(rs[i]->timeline, a.timeline, a.ntimeline * sizeof *a.timeline), 0);
+		cr_assert_eq(rs[i]->device_peak, a.device_peak);
+	}
+	sim_result_free(&a);
+	sim_result_free(&b);
+	sim_result_free(&c);
+	unlink(lab);
+	unlink(bare);
+}
+
+Test(engine, foreign_oom_verdict_names_the_library)
+{
+	char path[128];
+	struct sim_result r, p;
+	/* 100 MiB: 1 + 48 MiB of the framework fit, not beside 64 MiB of cuBLAS */
+	foreign_trace(path, sizeof path, 1, 100 * MIB);
+	foreign_run(path, SIM_FOREIGN_DEVICE, &r);
+	cr_assert_eq(r.oom, 1);
+	cr_assert_eq(r.oom_bytes, 48 * MIB);
+	cr_assert_eq(r.oom_allocated, 1 * MIB);
+	cr_assert_str_eq(r.oom_verdict, "foreign");
+	cr_assert_eq(r.oom_foreign, 64 * MIB + 100);
+	cr_assert_str_eq(r.oom_foreign_lib, "libcublas.so.13");
+	cr_assert_eq(r.foreign_libs[0].at_oom, 64 * MIB);
+	cr_assert_eq(r.peak_reserved, 1 * MIB);
+	/* the same run with one allocator for everything: plain capacity */
+	foreign_run(path, SIM_FOREIGN_POLICY, &p);
+	cr_assert_eq(p.oom, 1);
+	cr_assert_str_eq(p.oom_verdict, "capacity");
+	cr_assert_eq(p.oom_foreign, 0);
+	sim_result_free(&r);
+	sim_result_free(&p);
+	unlink(path);
+}
+
+Test(engine, foreign_oom_verdict_rules)
+{
+	/* framework bytes fit, foreign ones push over the device */
+	cr_assert_str_eq(sim_oom_verdict_foreign(48, 1, 64, 100, 100, -1, -1), "foreign");
+	/* over the limit on its own: capacity, foreign or not */
+	cr_assert_str_eq(sim_oom_verdict_foreign(48, 60, 64, 100, 100, -1, -1), "capacity");
+	/* the cache held enough but in pieces: fragmentation first */
+	cr_assert_str_eq(sim_oom_verdict_foreign(48, 1, 64, 100, 100, 10, 50), "fragmentation");
+	/* nothing foreign: the old rules */
+	cr_assert_str_eq(sim_oom_verdict_foreign(48, 1, 0, 100, 100, -1, -1), "fragmentation");
+	cr_assert_str_eq(sim_oom_verdict(48, 1, 100, -1, -1), "fragmentation");
+	cr_assert_str_eq(sim_oom_verdict(48, 60, 100, -1, -1), "capacity");
+}
+
+Test(engine, foreign_routing_is_deterministic)
+{
+	char path[128];
+	struct sim_result a, b;
+	foreign_trace(path, sizeof path, 1, 100 * MIB);
+	foreign_run(path, SIM_FOREIGN_AUTO, &a);
+	foreign_run(path, SIM_FOREIGN_AUTO, &b);
+	cr_assert_eq(a.nforeign_libs, b.nforeign_libs);
+	cr_assert_eq(memcmp(a.foreign_libs, b.foreign_libs, a.nforeign_libs * sizeof *a.foreign_libs), 0);
+	cr_assert_eq(a.device_peak, b.device_peak);
+	cr_assert_str_eq(a.oom_verdict, b.oom_verdict);
+	cr_assert_eq(a.nevents, b.nevents);
+	for (size_t i = 0; i < a.nevents; i++)
+		cr_assert_str_eq(a.events[i].detail, b.events[i].detail);
+	sim_result_free(&a);
+	sim_result_free(&b);
+	unlink(path);
+}
+
+Test(engine, foreign_device_needs_a_substring)
+{
+	char path[128], err[512];
+	struct sim_result r;
+	foreign_trace(path, sizeof path, 0, 0);
+	struct sim_options o = {.trace_path = path, .policy = policy_find("cuda_malloc"),
+				.foreign = SIM_FOREIGN_DEVICE};
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), -1);
+	cr_assert(strstr(err, "allocator_source"), "%s", err);
+	cr_assert(strstr(err, path), "%s", err);
+	/* given on the command line instead of the label, it routes */
+	o.allocator_source = "libc10_cuda";
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.foreign_routed, 1);
+	cr_assert_eq(r.peak_foreign, 64 * MIB + 100);
+	sim_result_free(&r);
+	unlink(path);
+}
+
+Test(engine, foreign_cli_run_prints_and_stores)
+{
+	char path[128], out[128], db[128], cmd[1024], buf[8192];
+	foreign_trace(path, sizeof path, 1, 100 * MIB);
+	th_tmpname(out, sizeof out, "engine_foreign_out");
+	th_tmpname(db, sizeof db, "engine_foreign_db");
+	unlink(db);
+	snprintf(cmd, sizeof cmd, "'%s' run %s --policy cuda_malloc --db %s --quiet > %s 2>&1",
+		 th_bin(), path, db, out);
+	cr_assert_eq(th_sh("%s", cmd), 0);
+	char *txt = th_slurp(out);
+	cr_assert_not_null(txt);
+	cr_assert(strstr(txt, "verdict: foreign"), "%s", txt);
+	cr_assert(strstr(txt, "libcublas.so.13"), "%s", txt);
+	free(txt);
+	snprintf(cmd, sizeof cmd, "sqlite3 %s 'SELECT foreign_routed, peak_foreign, oom_foreign,"
+		 " oom_foreign_bytes FROM runs'", db);
+	if (th_have("sqlite3")) {
+		cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+		cr_assert_str_eq(buf, "1|67108964|libcublas.so.13|67108964\n");
+	}
+	/* --foreign policy: the JSON has no foreign object */
+	snprintf(cmd, sizeof cmd, "'%s' run %s --policy cuda_malloc --no-db --json --foreign policy",
+		 th_bin(), path);
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	cr_assert_null(strstr(buf, "\"foreign\""), "%s", buf);
+	cr_assert(strstr(buf, "\"verdict\":\"capacity\""), "%s", buf);
+	snprintf(cmd, sizeof cmd, "'%s' run %s --policy cuda_malloc --no-db --foreign bogus",
+		 th_bin(), path);
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 2, "%s", buf);
+	th_rm_db(db);
+	unlink(out);
+	unlink(path);
 }

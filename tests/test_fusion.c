@@ -8,24 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../traces/fusion.h"
 #include "../traces/trace.h"
+#include "helpers.h"
 
 #define MiB (1024ull * 1024)
 #define PRODUCER "sm90_xmma_fprop_producer"
 #define EW "_ZN2at6native29vectorized_elementwise_kernel_relu"
 #define OTHER "gemm_reader"
-
-static void tmp_path(char *buf, size_t len, const char *tag)
-{
-	snprintf(buf, len, "/tmp/test_fusion_%s_XXXXXX", tag);
-	int fd = mkstemp(buf);
-	cr_assert(fd >= 0);
-	close(fd);
-}
 
 struct tw {
 	struct trace_writer *w;
@@ -188,8 +180,8 @@ Test(fusion, intermediate_is_eliminated_and_ids_renumbered)
 	struct fusion_report rep;
 	struct fusion_options o = {.bandwidth = 1e12};
 	struct readback rb;
-	tmp_path(in, sizeof in, "in");
-	tmp_path(out, sizeof out, "out");
+	th_tmpname(in, sizeof in, "fusion_in");
+	th_tmpname(out, sizeof out, "fusion_out");
 	write_chain(in, 4 * MiB, 0, 0);
 	builtin(&rs);
 	cr_assert_eq(fusion_apply(in, out, &rs, &o, &rep, err, sizeof err), 0, "%s", err);
@@ -228,7 +220,7 @@ Test(fusion, buffer_read_by_a_third_kernel_is_kept)
 	struct fusion_rules rs;
 	struct fusion_report rep;
 	struct fusion_options o = {0};
-	tmp_path(in, sizeof in, "third");
+	th_tmpname(in, sizeof in, "fusion_third");
 	write_chain(in, 4 * MiB, 1, 0);
 	builtin(&rs);
 	cr_assert_eq(fusion_apply(in, NULL, &rs, &o, &rep, err, sizeof err), 0, "%s", err);
@@ -248,8 +240,8 @@ Test(fusion, opaque_kernel_protects_unless_links_are_trusted)
 	struct fusion_report rep;
 	struct fusion_options o = {0};
 	struct readback rb;
-	tmp_path(in, sizeof in, "opaque");
-	tmp_path(out, sizeof out, "opaque_out");
+	th_tmpname(in, sizeof in, "fusion_opaque");
+	th_tmpname(out, sizeof out, "fusion_opaque_out");
 	write_chain(in, 4 * MiB, 0, 1);
 	builtin(&rs);
 	/* the opaque kernel might read B: B stays */
@@ -278,8 +270,8 @@ Test(fusion, duration_model)
 	struct fusion_report rep;
 	struct fusion_options o = {.bandwidth = 1e13};   /* 10000 bytes per ns */
 	struct readback rb;
-	tmp_path(in, sizeof in, "dur");
-	tmp_path(out, sizeof out, "dur_out");
+	th_tmpname(in, sizeof in, "fusion_dur");
+	th_tmpname(out, sizeof out, "fusion_dur_out");
 	builtin(&rs);
 	/* B = 5 MB: saves 2 * 5e6 / 1e4 = 1000 ns of the 2000 ns */
 	write_chain(in, 5000000, 0, 0);
@@ -309,8 +301,8 @@ Test(fusion, chain_of_three_elementwise)
 	struct fusion_report rep;
 	struct fusion_options o = {.bandwidth = 1e12};
 	struct readback rb;
-	tmp_path(in, sizeof in, "chain");
-	tmp_path(out, sizeof out, "chain_out");
+	th_tmpname(in, sizeof in, "fusion_chain");
+	th_tmpname(out, sizeof out, "fusion_chain_out");
 	struct tw t;
 	tw_open(&t, in);
 	tw_mem(&t, 0, 0x100000, MiB);               /* 0: input */
@@ -349,7 +341,7 @@ Test(fusion, peak_inside_nvtx_ranges)
 	struct fusion_rules rs;
 	struct fusion_report rep;
 	struct fusion_options o = {.peak_range = "step [1-9]*"};
-	tmp_path(in, sizeof in, "range");
+	th_tmpname(in, sizeof in, "fusion_range");
 	struct tw t;
 	tw_open(&t, in);
 	tw_mem(&t, 0, 0x1000000, 1 * MiB);             /* A */
@@ -391,7 +383,7 @@ static void rule_error(const char *text, int line, const char *what)
 {
 	char path[64], err[512], want[96];
 	struct fusion_rules rs;
-	tmp_path(path, sizeof path, "rules");
+	th_tmpname(path, sizeof path, "fusion_rules");
 	FILE *f = fopen(path, "w");
 	cr_assert_not_null(f);
 	fputs(text, f);
@@ -447,76 +439,55 @@ Test(fusion, rule_files_parse_and_select)
 	fusion_rules_free(&rs);
 }
 
-/* Run CMD, capture stdout+stderr into OUT; returns the exit status. */
-static int run(const char *cmd, char *out, size_t len)
-{
-	char full[4096];
-	snprintf(full, sizeof full, "%s 2>&1", cmd);
-	FILE *p = popen(full, "r");
-	cr_assert_not_null(p);
-	size_t n = fread(out, 1, len - 1, p);
-	out[n] = 0;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int same_file(const char *a, const char *b)
 {
-	char cmd[512], out[256];
-	snprintf(cmd, sizeof cmd, "cmp %s %s", a, b);
-	return run(cmd, out, sizeof out) == 0;
+	return th_sh("cmp -s '%s' '%s'", a, b) == 0;
 }
 
 Test(fusion, cli_end_to_end)
 {
-	const char *bin = getenv("GPUMEMSIM_BIN");
-	if (!bin)
-		cr_skip_test("GPUMEMSIM_BIN not set (run through make test)");
+	const char *bin = th_bin();
 	char in[64], o1[64], o2[64], rules[64], cmd[1024], out[16384];
-	tmp_path(in, sizeof in, "cli");
-	tmp_path(o1, sizeof o1, "cli_o1");
-	tmp_path(o2, sizeof o2, "cli_o2");
-	tmp_path(rules, sizeof rules, "cli_rules");
+	th_tmpname(in, sizeof in, "fusion_cli");
+	th_tmpname(o1, sizeof o1, "fusion_cli_o1");
+	th_tmpname(o2, sizeof o2, "fusion_cli_o2");
 	write_chain(in, 4 * MiB, 0, 0);
 	snprintf(cmd, sizeof cmd, "%s fuse %s -o %s --json", bin, in, o1);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"buffers_eliminated\":1") || strstr(out, "\"buffers_eliminated\": 1"),
 		  "%s", out);
 	snprintf(cmd, sizeof cmd, "%s fuse %s -o %s --json", bin, in, o2);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(same_file(o1, o2), "two runs give different traces");
 	snprintf(cmd, sizeof cmd, "%s trace validate %s", bin, o1);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	/* the fused trace replays */
 	snprintf(cmd, sizeof cmd, "%s run %s --policy pytorch --no-db --json", bin, o1);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"allocs\":3") || strstr(out, "\"allocs\": 3"), "%s", out);
 	/* a bad rule file: exit 1, file:line */
-	FILE *f = fopen(rules, "w");
-	cr_assert_not_null(f);
-	fputs("good: *x*\nbad\n", f);
-	fclose(f);
+	th_tmpfile(rules, sizeof rules, "fusion_cli_rules", "good: *x*\nbad\n");
 	snprintf(cmd, sizeof cmd, "%s fuse %s --rules %s", bin, in, rules);
-	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	char want[128];
 	snprintf(want, sizeof want, "%s:2:", rules);
 	cr_assert(strstr(out, want) != NULL, "%s", out);
 	/* usage errors: exit 2 */
 	snprintf(cmd, sizeof cmd, "%s fuse", bin);
-	cr_assert_eq(run(cmd, out, sizeof out), 2, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s fuse %s --rule nope", bin, in);
-	cr_assert_eq(run(cmd, out, sizeof out), 2, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
 	cr_assert(strstr(out, "nope") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s fuse %s --bandwidth fast", bin, in);
-	cr_assert_eq(run(cmd, out, sizeof out), 2, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
 	/* a bad trace: exit 1, file:line, nothing written */
-	f = fopen(in, "w");
+	FILE *f = fopen(in, "w");
 	cr_assert_not_null(f);
 	fputs("gpumemsim-trace 1\na 10 0x10 zz -\n", f);
 	fclose(f);
 	unlink(o1);
 	snprintf(cmd, sizeof cmd, "%s fuse %s -o %s", bin, in, o1);
-	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	snprintf(want, sizeof want, "%s:2:", in);
 	cr_assert(strstr(out, want) != NULL, "%s", out);
 	cr_assert_neq(access(o1, F_OK), 0, "a failed fuse left %s", o1);
@@ -534,7 +505,7 @@ Test(fusion, real_capture_with_links)
 	struct fusion_rules rs;
 	struct fusion_report rep;
 	struct fusion_options o = {0};
-	tmp_path(out, sizeof out, "r18");
+	th_tmpname(out, sizeof out, "fusion_r18");
 	strcat(out, ".gz");
 	cr_assert_eq(fusion_rules_load("traces/fusion_rules/torch_inductor_like.rules", &rs, err,
 				       sizeof err), 0, "%s", err);

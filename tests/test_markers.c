@@ -475,3 +475,61 @@ Test(markers, shipped_torch_capture_markers_are_reproduced)
 	unlink(so);
 	unlink(se);
 }
+
+/* The value of label KEY in trace PATH into BUF; 0 when absent. */
+static int label_of(const char *path, const char *key, char *buf, size_t len)
+{
+	struct trace_reader *r = trace_reader_open(path);
+	int found = 0;
+	cr_assert_not_null(r);
+	cr_assert_geq(trace_reader_status(r), 0, "%s", trace_reader_error(r));
+	const struct trace_header *h = trace_reader_header(r);
+	for (size_t i = 0; i < h->nlabels; i++)
+		if (!strcmp(h->labels[i].key, key)) {
+			snprintf(buf, len, "%s", h->labels[i].value);
+			found++;
+		}
+	trace_reader_close(r);
+	cr_assert_leq(found, 1, "label %s twice in %s", key, path);
+	return found;
+}
+
+Test(markers, output_names_the_allocator_for_the_engine)
+{
+	char cap[80], tru[80], out[80], out2[80], err[1024], v[64];
+	tmpname(cap, sizeof cap, "cap");
+	tmpname(tru, sizeof tru, "truth");
+	tmpname(out, sizeof out, "out");
+	tmpname(out2, sizeof out2, "out2");
+	write_capture(cap);
+	write_truth(tru, 0);
+	cr_assert_eq(label_of(cap, "allocator_source", v, sizeof v), 0);
+	cr_assert_eq(markers_transfer(cap, tru, out, NULL, NULL, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(label_of(out, "allocator_source", v, sizeof v), 1);
+	cr_assert_str_eq(v, "libc10_cuda");
+	/* --source is what the label then says */
+	struct markers_options o = {"c10_cuda", 0, 0};
+	cr_assert_eq(markers_transfer(cap, tru, out2, &o, NULL, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(label_of(out2, "allocator_source", v, sizeof v), 1);
+	cr_assert_str_eq(v, "c10_cuda");
+	cr_assert_eq(label_of(out2, "empty_cache_markers", v, sizeof v), 1);
+	cr_assert_str_eq(v, "1");
+	unlink(cap);
+	unlink(tru);
+	unlink(out);
+	unlink(out2);
+}
+
+Test(markers, shipped_torch_captures_carry_the_allocator_label)
+{
+	static const char *const ship[] = {
+		"traces/torch/torch-resnet18-b16.trace.gz", "traces/torch/torch-resnet50-b128.trace.gz",
+		"traces/torch/quiet/torch-resnet50-b32.trace.gz"};
+	char v[64];
+	if (access(ship[0], R_OK))
+		cr_skip_test("shipped torch traces not present");
+	for (size_t i = 0; i < sizeof ship / sizeof ship[0]; i++) {
+		cr_assert_eq(label_of(ship[i], "allocator_source", v, sizeof v), 1, "%s", ship[i]);
+		cr_assert_str_eq(v, "libc10_cuda");
+	}
+}

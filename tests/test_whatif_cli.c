@@ -4,57 +4,22 @@
  * test), on synthetic captures with a known answer.
  */
 #include <criterion/criterion.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../traces/trace.h"
+#include "helpers.h"
 
 #define MiB (1024ull * 1024)
-
-static const char *bin(void)
-{
-	const char *b = getenv("GPUMEMSIM_BIN");
-	if (!b)
-		cr_skip_test("GPUMEMSIM_BIN not set (run through make test)");
-	return b;
-}
-
-static void tmp_path(char *buf, size_t len, const char *tag)
-{
-	snprintf(buf, len, "/tmp/test_whatif_cli_%s_XXXXXX", tag);
-	int fd = mkstemp(buf);
-	cr_assert(fd >= 0);
-	close(fd);
-}
-
-/* Run CMD, capture stdout+stderr into OUT; returns the exit status. */
-static int run(const char *cmd, char *out, size_t len)
-{
-	char full[4096];
-	snprintf(full, sizeof full, "%s 2>&1", cmd);
-	FILE *p = popen(full, "r");
-	cr_assert_not_null(p);
-	size_t n = fread(out, 1, len - 1, p);
-	out[n] = 0;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* Weights (4 MiB), an activation of BATCH MiB and, inside conv1.fwd, a
  * workspace of WS bytes (0 = none); EXTRA adds a site others lack. */
 static void write_capture(const char *path, uint64_t batch, uint64_t ws, int extra)
 {
-	char err[256], bstr[32];
-	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
-	cr_assert_not_null(w, "%s", err);
-	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
-	struct trace_label labels[1] = {{"batch", bstr}};
-	struct trace_header h = {.version = 1, .producer = "test", .labels = labels, .nlabels = 1};
-	cr_assert_eq(trace_writer_header(w, &h), 0);
+	char err[256];
+	struct trace_writer *w = th_batch_writer(path, batch, NULL);
 	uint32_t conv = trace_writer_intern(w, "conv1.fwd");
 	uint64_t t = 1000;
 	struct trace_rec r;
@@ -87,26 +52,26 @@ static void write_capture(const char *path, uint64_t batch, uint64_t ws, int ext
 /* whatif batch writes a trace; misaligned captures fail naming the site. */
 Test(whatif_cli, whatif_batch)
 {
-	const char *b = bin();
+	const char *b = th_bin();
 	char p1[128], p2[128], p3[128], o[128], cmd[2048], out[16384];
-	tmp_path(p1, sizeof p1, "w");
-	tmp_path(p2, sizeof p2, "w");
-	tmp_path(p3, sizeof p3, "w");
-	tmp_path(o, sizeof o, "o");
+	th_tmpname(p1, sizeof p1, "whatif_w");
+	th_tmpname(p2, sizeof p2, "whatif_w");
+	th_tmpname(p3, sizeof p3, "whatif_w");
+	th_tmpname(o, sizeof o, "whatif_o");
 	write_capture(p1, 8, 0, 0);
 	write_capture(p2, 16, 0, 0);
 	write_capture(p3, 32, 0, 1);
 	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s %s --batch 40 -o %s", b, p1, p2, o);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "outside the fitted range") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s trace cat %s", b, o);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, " 41943040 ") != NULL, "40 MiB activation expected: %s", out);
 	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s %s --batch 40 -o %s", b, p1, p3, o);
-	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	cr_assert(strstr(out, "allocation site 2, 8192 bytes") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s --batch 40 -o %s", b, p1, o);
-	cr_assert_eq(run(cmd, out, sizeof out), 2, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
 	unlink(p1);
 	unlink(p2);
 	unlink(p3);
@@ -116,46 +81,53 @@ Test(whatif_cli, whatif_batch)
 /* maxbatch: 4 MiB + batch MiB under cuda_malloc in 100 MiB -> 96. */
 Test(whatif_cli, maxbatch_capacity)
 {
-	const char *b = bin();
+	const char *b = th_bin();
 	char p1[128], p2[128], cmd[2048], out[16384];
-	tmp_path(p1, sizeof p1, "m");
-	tmp_path(p2, sizeof p2, "m");
+	th_tmpname(p1, sizeof p1, "whatif_m");
+	th_tmpname(p2, sizeof p2, "whatif_m");
 	write_capture(p1, 8, 0, 0);
 	write_capture(p2, 16, 0, 0);
 	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB --json",
 		 b, p1, p2);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"max_batch\":96,") != NULL, "%s", out);
 	cr_assert(strstr(out, "\"fails_at\":97,") != NULL, "%s", out);
 	cr_assert(strstr(out, "\"verdict\":\"capacity\"") != NULL, "%s", out);
 	/* a 10% margin leaves 90 MiB: 86 */
 	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB "
 		 "--margin 10%% --json", b, p1, p2);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"max_batch\":86,") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy nosuch --capacity 1GiB", b, p1, p2);
-	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	unlink(p1);
 	unlink(p2);
+}
+
+/* Captures at batch 8, 16 and 32 with workspaces WS, into fresh files P:
+ * what the explain tests compare. */
+static void write_three(char p[3][128], const uint64_t ws[3])
+{
+	static const uint64_t batch[3] = {8, 16, 32};
+	for (int i = 0; i < 3; i++) {
+		th_tmpname(p[i], sizeof p[i], "whatif_explain");
+		write_capture(p[i], batch[i], ws[i], 0);
+	}
 }
 
 /* explain: a workspace that shrinks at batch 32 makes the peak fall. */
 Test(whatif_cli, explain_flags_fall)
 {
-	const char *b = bin();
+	const char *b = th_bin();
 	char p[3][128], cmd[2048], out[16384];
-	uint64_t batch[3] = {8, 16, 32}, ws[3] = {2 * MiB, 64 * MiB, 1 * MiB};
-	for (int i = 0; i < 3; i++) {
-		tmp_path(p[i], sizeof p[i], "e");
-		write_capture(p[i], batch[i], ws[i], 0);
-	}
+	write_three(p, (const uint64_t[3]){2 * MiB, 64 * MiB, 1 * MiB});
 	snprintf(cmd, sizeof cmd, "%s explain batch %s %s %s --policy cuda_malloc --json", b, p[2], p[0], p[1]);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"from\":16,\"to\":32,\"d_reserved\":-49283072") != NULL, "%s", out);
 	cr_assert(strstr(out, "\"flag\":\"FALLS\",\"cause\":\"workspace\"") != NULL, "%s", out);
 	cr_assert(strstr(out, "conv1.fwd") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s explain batch %s %s %s --policy cuda_malloc", b, p[0], p[1], p[2]);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "FALLS") != NULL && strstr(out, "1 flagged point") != NULL, "%s", out);
 	for (int i = 0; i < 3; i++)
 		unlink(p[i]);
@@ -165,21 +137,17 @@ Test(whatif_cli, explain_flags_fall)
  * falls (40 -> 30 MiB) while activations push reserved up: WS-FALLS. */
 Test(whatif_cli, explain_flags_workspace_fall)
 {
-	const char *b = bin();
+	const char *b = th_bin();
 	char p[3][128], cmd[2048], out[16384];
-	uint64_t batch[3] = {8, 16, 32}, ws[3] = {8 * MiB, 40 * MiB, 30 * MiB};
-	for (int i = 0; i < 3; i++) {
-		tmp_path(p[i], sizeof p[i], "wf");
-		write_capture(p[i], batch[i], ws[i], 0);
-	}
+	write_three(p, (const uint64_t[3]){8 * MiB, 40 * MiB, 30 * MiB});
 	snprintf(cmd, sizeof cmd, "%s explain batch %s %s %s --policy cuda_malloc --json", b, p[0], p[1], p[2]);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"from\":16,\"to\":32,\"d_reserved\":6291456,\"d_workspace\":-10485760") != NULL,
 		  "%s", out);
 	cr_assert(strstr(out, "\"flag\":\"WS-FALLS\",\"cause\":\"activations\"") != NULL, "%s", out);
 	/* no "step 1" range in these captures: --steady fails naming it */
 	snprintf(cmd, sizeof cmd, "%s explain batch %s %s --policy cuda_malloc --steady", b, p[0], p[1]);
-	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	cr_assert(strstr(out, "step 1") != NULL && strstr(out, p[0]) != NULL, "%s", out);
 	for (int i = 0; i < 3; i++)
 		unlink(p[i]);
@@ -188,22 +156,22 @@ Test(whatif_cli, explain_flags_workspace_fall)
 /* whatif steady keeps what is live across the cut and drops the rest. */
 Test(whatif_cli, whatif_steady)
 {
-	const char *b = bin();
+	const char *b = th_bin();
 	char p[128], q[128], cmd[2048], out[16384];
-	tmp_path(p, sizeof p, "st");
-	tmp_path(q, sizeof q, "sto");
+	th_tmpname(p, sizeof p, "whatif_st");
+	th_tmpname(q, sizeof q, "whatif_sto");
 	write_capture(p, 8, 16 * MiB, 0);
 	snprintf(cmd, sizeof cmd, "%s whatif steady %s -o %s --from-range conv1.fwd", b, p, q);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s run %s --policy cuda_malloc --no-db --json --quiet", b, q);
-	cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	/* the workspace (16 MiB) is inside the range, so it stays: 4 + 8 + 16 */
 	cr_assert(strstr(out, "\"peak_allocated\":29360128") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s whatif steady %s -o %s", b, p, q);
-	cr_assert_eq(run(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	cr_assert(strstr(out, "no NVTX range 'step 1'") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s whatif steady %s", b, p);
-	cr_assert_eq(run(cmd, out, sizeof out), 2, "%s", out);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
 	unlink(p);
 	unlink(q);
 }

@@ -381,17 +381,34 @@ struct fz {
 	double bw;                   /* bytes per ns */
 };
 
+/* Capacity for NEED elements, doubling from 256 so appends stay amortised O(1). */
+static size_t grow_cap(size_t cap, size_t need)
+{
+	size_t nc = cap ? cap : 256;
+	while (nc < need)
+		nc *= 2;
+	return nc;
+}
+
+/* *P from OLD to NC elements. The new ones are zeroed: the sid tables
+ * read 0 as "not seen yet". */
+static int resize_zeroed(void **p, size_t old, size_t nc, size_t elem)
+{
+	unsigned char *np = realloc(*p, nc * elem);
+	if (!np)
+		return -1;
+	memset(np + old * elem, 0, (nc - old) * elem);
+	*p = np;
+	return 0;
+}
+
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
-	size_t nc = *cap ? *cap : 256;
-	while (nc < need)
-		nc *= 2;
-	void *np = realloc(*p, nc * elem);
-	if (!np)
+	size_t nc = grow_cap(*cap, need);
+	if (resize_zeroed(p, *cap, nc, elem) < 0)
 		return -1;
-	*p = np;
 	*cap = nc;
 	return 0;
 }
@@ -401,22 +418,11 @@ static int sid_masks(struct fz *z, const struct trace_reader *rd, uint32_t sid,
 		     uint64_t *cons, uint64_t *prod)
 {
 	if (sid >= z->cap_sid) {
-		size_t nc = z->cap_sid ? z->cap_sid : 256;
-		while (nc <= sid)
-			nc *= 2;
-		uint64_t *c = realloc(z->sid_cons, nc * sizeof *c);
-		if (!c)
+		size_t nc = grow_cap(z->cap_sid, (size_t)sid + 1);
+		if (resize_zeroed((void **)&z->sid_cons, z->cap_sid, nc, sizeof *z->sid_cons) < 0 ||
+		    resize_zeroed((void **)&z->sid_prod, z->cap_sid, nc, sizeof *z->sid_prod) < 0 ||
+		    resize_zeroed((void **)&z->sid_done, z->cap_sid, nc, sizeof *z->sid_done) < 0)
 			return -1;
-		z->sid_cons = c;
-		uint64_t *p = realloc(z->sid_prod, nc * sizeof *p);
-		if (!p)
-			return -1;
-		z->sid_prod = p;
-		uint8_t *d = realloc(z->sid_done, nc);
-		if (!d)
-			return -1;
-		memset(d + z->cap_sid, 0, nc - z->cap_sid);
-		z->sid_done = d;
 		z->cap_sid = nc;
 	}
 	if (!z->sid_done[sid]) {
@@ -836,17 +842,8 @@ static int map_sid(struct fz_out *o, const struct trace_reader *rd, uint32_t sid
 		*out = sid;
 		return 0;
 	}
-	if (sid >= o->cap_sid) {
-		size_t nc = o->cap_sid ? o->cap_sid : 256;
-		while (nc <= sid)
-			nc *= 2;
-		uint32_t *v = realloc(o->sid, nc * sizeof *v);
-		if (!v)
-			return -1;
-		memset(v + o->cap_sid, 0, (nc - o->cap_sid) * sizeof *v);
-		o->sid = v;
-		o->cap_sid = nc;
-	}
+	if (grow((void **)&o->sid, &o->cap_sid, (size_t)sid + 1, sizeof *o->sid) < 0)
+		return -1;
 	if (!o->sid[sid]) {
 		const char *s = trace_reader_string(rd, sid);
 		uint32_t id = trace_writer_intern(o->w, s ? s : "");

@@ -49,6 +49,10 @@
 /* Most edits the aligner keeps history for: (D+1)^2 int32 = 64 MiB. */
 #define MARKERS_MAX_EDITS 4096
 #define MARKERS_LABEL "empty_cache_markers"
+/* Names the framework's allocator for the engine's routing of the rest
+ * (sim/engine.h, SIM_SOURCE_LABEL; same spelling, kept here so traces/
+ * does not depend on sim/). */
+#define MARKERS_SOURCE_LABEL "allocator_source"
 #define NONE UINT64_MAX
 
 /* A growable array of uint64_t. */
@@ -493,7 +497,8 @@ static int write_marker(struct trace_writer *w, uint64_t t)
 }
 
 static int write_output(struct trace_reader *r, const char *out, const struct placement *pl,
-			size_t npl, const struct capture_side *c, char *err, size_t errlen)
+			size_t npl, const struct capture_side *c, const char *source,
+			char *err, size_t errlen)
 {
 	int ret = -1, rc;
 	struct string_map sm = { NULL, 0 };
@@ -510,18 +515,25 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 		goto out;
 	}
 	/* The header as it was, plus a label that says the markers are there
-	 * (and stops a second run from doubling them). */
+	 * (and stops a second run from doubling them), and one naming the
+	 * allocator the alignment took as the framework's: the replay sends
+	 * every other source beside the policy. An older allocator_source
+	 * label gives way to this one. */
 	struct trace_header h = *trace_reader_header(r);
-	labels = malloc((h.nlabels + 1) * sizeof *labels);
+	labels = malloc((h.nlabels + 2) * sizeof *labels);
 	if (!labels)
 		goto nomem;
-	if (h.nlabels)
-		memcpy(labels, h.labels, h.nlabels * sizeof *labels);
+	size_t nl = 0;
+	for (size_t i = 0; i < h.nlabels; i++)
+		if (strcmp(h.labels[i].key, MARKERS_SOURCE_LABEL))
+			labels[nl++] = h.labels[i];
 	snprintf(count, sizeof count, "%zu", npl);
-	labels[h.nlabels].key = (char *)MARKERS_LABEL;
-	labels[h.nlabels].value = count;
+	labels[nl].key = (char *)MARKERS_LABEL;
+	labels[nl++].value = count;
+	labels[nl].key = (char *)MARKERS_SOURCE_LABEL;
+	labels[nl++].value = (char *)source;
 	h.labels = labels;
-	h.nlabels++;
+	h.nlabels = nl;
 	if (trace_writer_header(w, &h) < 0)
 		goto werror;
 	struct trace_rec rec;
@@ -786,7 +798,7 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 	}
 	if (place_markers(&t, &c, cmap, tmap, texact, max_gap, pl, rep, err, errlen) < 0)
 		goto out;
-	if (write_output(cr, out, pl, t.mark_n.n, &c, err, errlen) < 0)
+	if (write_output(cr, out, pl, t.mark_n.n, &c, source, err, errlen) < 0)
 		goto out;
 	rep->markers = t.mark_n.n;
 	ret = 0;

@@ -612,11 +612,31 @@ static int rd_eol(struct trace_reader *r, const char *p, char tag)
 			return r->status; \
 	} while (0)
 
+/* "<t>": a record of one instant, which ends where it starts. */
+static int rd_instant(struct trace_reader *r, const char **pp, char tag, struct trace_rec *rec)
+{
+	TRY(rd_time(r, pp, tag, "t", r->prev_start, &rec->start));
+	rec->end = rec->start;
+	return 0;
+}
+
+/* Set once an 'a'/'f' line has parsed, so a bad line never uses up an
+ * allocation id: ids count the trace's allocations in order. */
+static inline void rd_mem_kind(struct trace_reader *r, char tag, struct trace_rec *rec)
+{
+	if (tag == 'a') {
+		rec->type = TREC_ALLOC;
+		rec->u.mem.id = r->nallocs++;
+	} else {
+		rec->type = TREC_FREE;
+		rec->u.mem.id = 0;
+	}
+}
+
 static int rd_mem(struct trace_reader *r, const char *p, char tag, struct trace_rec *rec)
 {
 	struct trace_mem *m = &rec->u.mem;
-	TRY(rd_time(r, &p, tag, "t", r->prev_start, &rec->start));
-	rec->end = rec->start;
+	TRY(rd_instant(r, &p, tag, rec));
 	TRY(rd_hex(r, &p, tag, "addr", &m->addr));
 	TRY(rd_u64(r, &p, tag, "bytes", &m->bytes));
 	TRY(rd_stream(r, &p, tag, &m->stream));
@@ -636,13 +656,7 @@ static int rd_mem(struct trace_reader *r, const char *p, char tag, struct trace_
 		}
 	}
 	TRY(rd_eol(r, p, tag));
-	if (tag == 'a') {
-		rec->type = TREC_ALLOC;
-		m->id = r->nallocs++;
-	} else {
-		rec->type = TREC_FREE;
-		m->id = 0;
-	}
+	rd_mem_kind(r, tag, rec);
 	return 0;
 }
 
@@ -687,13 +701,7 @@ static inline int rd_mem_fast(struct trace_reader *r, const char *p, char tag,
 	m->flags = 0;
 	m->corr = 0;
 	m->source = TRACE_NO_STRING;
-	if (tag == 'a') {
-		rec->type = TREC_ALLOC;
-		m->id = r->nallocs++;
-	} else {
-		rec->type = TREC_FREE;
-		m->id = 0;
-	}
+	rd_mem_kind(r, tag, rec);
 	return 1;
 }
 
@@ -792,8 +800,7 @@ static int rd_control(struct trace_reader *r, const char *p, struct trace_rec *r
 {
 	struct trace_control *c = &rec->u.control;
 	rec->type = TREC_CONTROL;
-	TRY(rd_time(r, &p, 'x', "t", r->prev_start, &rec->start));
-	rec->end = rec->start;
+	TRY(rd_instant(r, &p, 'x', rec));
 	TRY(rd_word(r, &p, 'x', "what", trace_control_name, TCTL_COUNT, &c->kind));
 	c->bytes = 0;
 	if (c->kind != TCTL_EMPTY_CACHE)
@@ -805,8 +812,7 @@ static int rd_segment(struct trace_reader *r, const char *p, struct trace_rec *r
 {
 	struct trace_segment *g = &rec->u.segment;
 	rec->type = TREC_SEGMENT;
-	TRY(rd_time(r, &p, 'g', "t", r->prev_start, &rec->start));
-	rec->end = rec->start;
+	TRY(rd_instant(r, &p, 'g', rec));
 	TRY(rd_word(r, &p, 'g', "op", trace_segment_op_name, TSEG_COUNT, &g->op));
 	TRY(rd_hex(r, &p, 'g', "addr", &g->addr));
 	TRY(rd_u64(r, &p, 'g', "bytes", &g->bytes));

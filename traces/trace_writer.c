@@ -401,6 +401,15 @@ static int wr_check_sid(struct trace_writer *w, uint32_t id, int none_ok, const 
 		       " was not interned", w->nrecords, what, id);
 }
 
+/* An enum value past its names would write a word no reader accepts. */
+static int wr_check_kind(struct trace_writer *w, uint32_t v, uint32_t count, const char *what)
+{
+	if (v < count)
+		return 0;
+	return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64 ": bad %s %" PRIu32,
+		       w->nrecords, what, v);
+}
+
 /* Start time as a delta, and for spans the end as a delta from the start. */
 static char *wr_times(char *p, const struct trace_rec *rec, uint64_t prev, int span)
 {
@@ -496,18 +505,16 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec)
 		p = wr_stream(p, c->stream);
 		p = wr_sp_u64(p, c->bytes);
 		if (rec->type == TREC_MEMCPY) {
-			if (c->kind > TCOPY_PTOP)
-				return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64
-					       ": bad memcpy kind %" PRIu32, w->nrecords, c->kind);
+			if (wr_check_kind(w, c->kind, TCOPY_PTOP + 1, "memcpy kind") < 0)
+				return w->status;
 			p = wr_word(p, trace_copy_kind_name(c->kind));
 		}
 		p = wr_sp_u64(p, c->corr);
 		break;
 	}
 	case TREC_SYNC:
-		if (rec->u.sync.kind > TSYNC_CONTEXT)
-			return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64 ": bad sync kind %"
-				       PRIu32, w->nrecords, rec->u.sync.kind);
+		if (wr_check_kind(w, rec->u.sync.kind, TSYNC_CONTEXT + 1, "sync kind") < 0)
+			return w->status;
 		p = wr_word(p, trace_sync_kind_name(rec->u.sync.kind));
 		p = wr_stream(p, rec->u.sync.stream);
 		p = wr_sp_u64(p, rec->u.sync.corr);
@@ -525,17 +532,15 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec)
 		p = wr_sp_u64(p, rec->u.api.corr);
 		break;
 	case TREC_CONTROL:
-		if (rec->u.control.kind >= TCTL_COUNT)
-			return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64 ": bad control kind %"
-				       PRIu32, w->nrecords, rec->u.control.kind);
+		if (wr_check_kind(w, rec->u.control.kind, TCTL_COUNT, "control kind") < 0)
+			return w->status;
 		p = wr_word(p, trace_control_name(rec->u.control.kind));
 		if (rec->u.control.kind != TCTL_EMPTY_CACHE)
 			p = wr_sp_u64(p, rec->u.control.bytes);
 		break;
 	case TREC_SEGMENT:
-		if (rec->u.segment.op >= TSEG_COUNT)
-			return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64 ": bad segment op %"
-				       PRIu32, w->nrecords, rec->u.segment.op);
+		if (wr_check_kind(w, rec->u.segment.op, TSEG_COUNT, "segment op") < 0)
+			return w->status;
 		p = wr_word(p, trace_segment_op_name(rec->u.segment.op));
 		*p++ = ' ';
 		p = wr_hex(p, rec->u.segment.addr);

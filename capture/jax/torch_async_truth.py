@@ -12,10 +12,10 @@ served (`a`/`f` records with the ASYNC|POOL flags).
 """
 import argparse
 import ctypes
-import json
 import os
 import sys
-import traceback
+
+from run_record import run_and_record
 
 ATTRS = {"reserved_mem_current": 5, "reserved_mem_high": 6,
          "used_mem_current": 7, "used_mem_high": 8, "release_threshold": 4}
@@ -38,6 +38,30 @@ def pool_attrs():
     return out
 
 
+def measure(args, info):
+    """The training steps, then the pool's and torch's own figures, into INFO."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "torch"))
+    import torch
+    import train_torch
+    torch.cuda.init()
+    info["backend"] = torch.cuda.get_allocator_backend()
+    targs = argparse.Namespace(model=args.model, batch=args.batch, img=args.img,
+                               classes=1000, steps=args.steps, warmup=args.warmup,
+                               seed=0, layer_ranges=False, mode="async")
+    info["step_s"], info["oom"] = train_torch.train(targs, nvtx=False)
+    torch.cuda.synchronize()
+    info["pool"] = pool_attrs()
+    st = torch.cuda.memory_stats()
+    info["stats"] = {k: st[k] for k in sorted(st)
+                     if k.startswith(("reserved_bytes.all.", "allocated_bytes.all.",
+                                      "active_bytes.all.", "num_"))}
+    free, total = torch.cuda.mem_get_info()
+    info["total_memory"] = int(total)
+    info["device_used"] = int(total - free)
+    info.update(train_torch.versions())
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="resnet18")
@@ -52,38 +76,7 @@ def main():
     info = {"workload": "torch-async", "model": args.model, "batch": args.batch,
             "img": args.img, "steps": args.steps, "conf": "backend:cudaMallocAsync",
             "ok": False}
-    rc = 0
-    try:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                        "..", "torch"))
-        import torch
-        import train_torch
-        torch.cuda.init()
-        info["backend"] = torch.cuda.get_allocator_backend()
-        targs = argparse.Namespace(model=args.model, batch=args.batch, img=args.img,
-                                   classes=1000, steps=args.steps, warmup=args.warmup,
-                                   seed=0, layer_ranges=False, mode="async")
-        info["step_s"], info["oom"] = train_torch.train(targs, nvtx=False)
-        torch.cuda.synchronize()
-        info["pool"] = pool_attrs()
-        st = torch.cuda.memory_stats()
-        info["stats"] = {k: st[k] for k in sorted(st)
-                         if k.startswith(("reserved_bytes.all.", "allocated_bytes.all.",
-                                          "active_bytes.all.", "num_"))}
-        free, total = torch.cuda.mem_get_info()
-        info["total_memory"] = int(total)
-        info["device_used"] = int(total - free)
-        info.update(train_torch.versions())
-        info["ok"] = True
-    except Exception:
-        info["error"] = traceback.format_exc()[-4000:]
-        print(info["error"], file=sys.stderr, flush=True)
-        rc = 1
-    tmp = args.json + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(info, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, args.json)
+    rc = run_and_record(args.json, info, lambda i: measure(args, i))
     pl = (info.get("pool") or {}).get("cuDeviceGetDefaultMemPool", {})
     print("torch_async_truth: %s b%d ok=%s reserved_high=%s used_high=%s" % (
         args.model, args.batch, info["ok"], pl.get("reserved_mem_high"),

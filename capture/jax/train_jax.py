@@ -22,12 +22,12 @@ different algorithms (different workspaces), and the captured request
 stream would not be the one the ground-truth run made.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
 import time
-import traceback
+
+from run_record import run_and_record
 
 ALLOC_ENV = {
     "platform": {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
@@ -225,19 +225,7 @@ def main():
             "env": {k: os.environ[k] for k in sorted(os.environ)
                     if k.startswith(("XLA_", "JAX_", "TF_", "CUDA_VISIBLE"))},
             "device_start": device_used(), "ok": False}
-    rc = 0
-    try:
-        run(args, info)
-        info["ok"] = True
-    except Exception:
-        info["error"] = traceback.format_exc()[-4000:]
-        print(info["error"], file=sys.stderr, flush=True)
-        rc = 1
-    tmp = args.json + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(info, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, args.json)
+    rc = run_and_record(args.json, info, lambda i: run(args, i))
     ms = info.get("memory_stats") or {}
     print("train_jax: %s b%d ok=%s peak_pool_bytes=%s peak_bytes_in_use=%s proc_used=%s" % (
         args.alloc, args.batch, info["ok"], ms.get("peak_pool_bytes"),
