@@ -17,7 +17,8 @@
 # Part 2 (seed table): `explain batch` over the CNN sweeps under `pytorch`
 # and `cuda_malloc`.
 #
-# Writes OUTDIR/accuracy.tsv (one row per prediction), OUTDIR/accuracy.md
+# Writes OUTDIR/accuracy.tsv (one row per prediction), OUTDIR/pred/*.sites.tsv
+# (per-site fit of every prediction: whatif batch --sites), OUTDIR/accuracy.md
 # (the tables and the error summary), OUTDIR/explain-*.txt, and prints the
 # Markdown on stdout. Needs jq and awk. Deterministic: same traces, same
 # output.
@@ -54,7 +55,8 @@ one() { # SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 	for f in ${fit//,/ }; do from+=("${pat//@/$f}"); done
 	local pred="$OUT/pred/$set-$model-b$b-from-${fit//,/_}.trace.gz"
 	local rep
-	rep=$("$G" whatif batch --allow-misaligned --json --from "${from[@]}" --batch "$b" -o "$pred")
+	rep=$("$G" whatif batch --allow-misaligned --json --from "${from[@]}" --batch "$b" -o "$pred" \
+		--sites "${pred%.trace.gz}.sites.tsv")
 	local un sites kind
 	un=$(jq -r .unaligned <<<"$rep")
 	sites=$(jq -r .sites <<<"$rep")

@@ -33,7 +33,9 @@ static void usage(FILE *f)
 		"  --allow-misaligned   when the captures do not align event for event, align\n"
 		"                       the common start and end and copy the rest from the\n"
 		"                       nearest capture (reported as unaligned sites)\n"
-		"  --json               the fit report as one JSON object on stdout\n\n"
+		"  --json               the fit report as one JSON object on stdout\n"
+		"  --sites FILE         per-site fit quality as TSV: every allocation of the\n"
+		"                       template capture, its kind, sizes seen, prediction\n\n"
 		"Exit status: 0 ok, 1 failure (misaligned captures: the message names the\n"
 		"site; bad trace: file:line), 2 usage.\n\n"
 		"usage: gpumemsim whatif steady TRACE -o OUT [--from-range NAME]\n\n"
@@ -164,7 +166,7 @@ int cmd_whatif(int argc, char **argv)
 {
 	char *from[MAX_FROM];
 	size_t nfrom = 0;
-	const char *outp = NULL;
+	const char *outp = NULL, *sitesp = NULL;
 	uint64_t batch = 0;
 	int json = 0, allow = 0, ret = 1;
 	struct bf_trace *t[MAX_FROM];
@@ -193,6 +195,12 @@ int cmd_whatif(int argc, char **argv)
 				}
 				from[nfrom++] = argv[++i];
 			}
+		} else if (!strcmp(o, "--sites")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
+				return EXIT_USAGE;
+			}
+			sitesp = argv[++i];
 		} else if (!strcmp(o, "--batch") || !strcmp(o, "-o")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
@@ -237,6 +245,16 @@ int cmd_whatif(int argc, char **argv)
 	if (bf_synth(m, batch, outp, err, sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim whatif: %s\n", err);
 		goto out;
+	}
+	if (sitesp) {
+		FILE *sf = fopen(sitesp, "w");
+		int bad = !sf || bf_write_sites(m, batch, sf) < 0;
+		if (sf && fclose(sf) != 0)
+			bad = 1;
+		if (bad) {
+			fprintf(stderr, "gpumemsim whatif: --sites %s: cannot write it\n", sitesp);
+			goto out;
+		}
 	}
 	whatif_print_report(bf_model_report(m), batch, json, stderr);
 	if (!json)

@@ -246,3 +246,104 @@ Test(batch_fit, steady_state_drops_the_first_step)
 	unlink(p);
 	unlink(q);
 }
+
+/* Search workspace of the warm-up step at BATCH: 300 MiB + 10 MiB per
+ * sample, except at 64 where (as when a candidate crosses cuDNN's search
+ * limit) the largest candidate is no longer tried. */
+static uint64_t search_bytes(uint64_t b)
+{
+	return b == 64 ? 200 * MiB : 300 * MiB + 10 * MiB * b;
+}
+
+/* A two-step capture: "step 0" runs the search in conv1.fwd (and, except at
+ * batch 8, a per-call workspace after it), "step 1" only the activation. */
+static void write_search_capture(const char *path, uint64_t batch)
+{
+	char err[256];
+	struct trace_writer *w = th_batch_writer(path, batch, "toy");
+	uint32_t conv = trace_writer_intern(w, "conv1.fwd");
+	uint32_t s0 = trace_writer_intern(w, "step 0"), s1 = trace_writer_intern(w, "step 1");
+	uint64_t t = 1000;
+	struct trace_rec r;
+#define RANGE(name_, len_, depth_) do { memset(&r, 0, sizeof r); r.type = TREC_RANGE; r.start = t += 10; \
+	r.end = r.start + (len_); r.u.range.name = (name_); r.u.range.depth = (depth_); \
+	cr_assert_eq(trace_writer_record(w, &r), 0); } while (0)
+	ALLOC(0x100000000, 4 * MiB);
+	RANGE(s0, 5000, 0);
+	RANGE(conv, 1000, 1);
+	ALLOC(0x300000000, MiB * batch);
+	ALLOC(0x400000000, search_bytes(batch));
+	FREE(0x400000000, search_bytes(batch));
+	if (batch != 8) {
+		ALLOC(0x500000000, 5 * MiB);
+		FREE(0x500000000, 5 * MiB);
+	}
+	FREE(0x300000000, MiB * batch);
+	t += 5000;
+	RANGE(s1, 5000, 0);
+	RANGE(conv, 1000, 1);
+	ALLOC(0x300000000, MiB * batch);
+	FREE(0x300000000, MiB * batch);
+	FREE(0x100000000, 4 * MiB);
+#undef RANGE
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+/* The search workspace aligns with the other captures' search workspace,
+ * not with their per-call one (sizes that follow the batch win), and is
+ * predicted on the trend of the captures below the batch while that stays
+ * under the search limit, not by a line to the capture where it fell. */
+Test(batch_fit, search_workspace_follows_its_trend_up_to_the_limit)
+{
+	const uint64_t b[3] = {8, 16, 64};
+	char p[3][128];
+	struct bf_trace *t[3];
+	for (int i = 0; i < 3; i++) {
+		th_tmpname(p[i], sizeof p[i], "batch_fit_search");
+		write_search_capture(p[i], b[i]);
+		t[i] = load(p[i]);
+	}
+	struct bf_model *m = NULL;
+	char err[1024];
+	struct bf_options o = {.allow_misaligned = 1};
+	cr_assert_eq(bf_fit(t, 3, &o, &m, err, sizeof err), 0, "%s", err);
+	/* batch 8 numbering: 0 weights, 1 activation, 2 search, 3 activation */
+	cr_assert_neq(bf_site_kind(m, 2), 'u');
+	cr_assert_eq(bf_predict_site(m, 2, 32), 620 * MiB, "%llu MiB",
+		     (unsigned long long)(bf_predict_site(m, 2, 32) / MiB));
+	/* beyond the limit the trend is not followed: the nearest capture's */
+	cr_assert_eq(bf_predict_site(m, 2, 128), 200 * MiB, "%llu", (unsigned long long)bf_predict_site(m, 2, 128));
+	/* a limit below the trend: the upper capture's size */
+	bf_model_free(m);
+	o.search_limit = 512 * MiB;
+	cr_assert_eq(bf_fit(t, 3, &o, &m, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(bf_predict_site(m, 2, 32), 200 * MiB);
+	/* the per-site report: a header and one row per template site */
+	char sp[128];
+	th_tmpname(sp, sizeof sp, "batch_fit_sites");
+	FILE *f = fopen(sp, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(bf_write_sites(m, 32, f), 0);
+	fclose(f);
+	f = fopen(sp, "r");
+	cr_assert_not_null(f);
+	char line[512];
+	int rows = 0, paired = 0;
+	cr_assert_not_null(fgets(line, sizeof line, f));
+	cr_assert(strstr(line, "predicted_b32"), "%s", line);
+	while (fgets(line, sizeof line, f)) {
+		rows++;
+		if (strstr(line, "\tp\t"))
+			paired++;
+	}
+	fclose(f);
+	/* template is batch 16 (ties go up: 16 and 64 are not tied; 16 nearer) */
+	cr_assert_eq(rows, 5);
+	cr_assert_eq(paired, 1, "the per-call workspace batch 8 lacks is paired in 16 and 64");
+	bf_model_free(m);
+	for (int i = 0; i < 3; i++) {
+		bf_free(t[i]);
+		unlink(p[i]);
+	}
+	unlink(sp);
+}

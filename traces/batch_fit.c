@@ -72,6 +72,8 @@ struct bf_trace {
 	uint32_t *alloc_range;        /* innermost NVTX range at the allocation */
 	size_t *alloc_free_rec;       /* record of its free, or NO_IDX */
 	uint8_t *alloc_ws;            /* looks like a workspace */
+	uint8_t *alloc_search;        /* a workspace of the warm-up step (before
+				       * the first range "step 1"): autotuning */
 	uint8_t *alloc_foreign;       /* made by a library other than the framework */
 	size_t *free_site;            /* per record: the site a free frees, or NO_IDX */
 	struct bf_event *ev;
@@ -85,6 +87,7 @@ struct bf_site_fit {
 	double a, b;                  /* linear: a + b*batch */
 	uint64_t gran;                /* predictions snap to multiples of this */
 	int ws;
+	int search;                   /* a warm-up workspace: ws_curve */
 };
 
 struct bf_model {
@@ -92,6 +95,7 @@ struct bf_model {
 	struct bf_trace **sorted;
 	size_t n;
 	struct bf_report rep;
+	double search_limit;          /* bytes; bounds workspace trends */
 	size_t ncev;                  /* canonical (aligned in every capture) events */
 	size_t **cev, **rev_ev;       /* [trace]: canonical -> event, event -> canonical */
 	size_t ncanon;                /* canonical sites */
@@ -216,13 +220,14 @@ static int derive(struct bf_trace *t)
 	t->alloc_range = calloc(na, sizeof *t->alloc_range);
 	t->alloc_free_rec = calloc(na, sizeof *t->alloc_free_rec);
 	t->alloc_ws = calloc(na, 1);
+	t->alloc_search = calloc(na, 1);
 	t->alloc_foreign = calloc(na, 1);
 	t->free_site = calloc(t->nrec ? t->nrec : 1, sizeof *t->free_site);
 	t->ev = calloc(t->nrec ? t->nrec : 1, sizeof *t->ev);
 	t->kern = calloc(t->nkern ? t->nkern : 1, sizeof *t->kern);
 	stack = calloc(t->nrec ? t->nrec : 1, sizeof *stack);
 	uint64_t *range_end = calloc(na, sizeof *range_end);
-	if (!t->alloc_rec || !t->alloc_range || !t->alloc_free_rec || !t->alloc_ws ||
+	if (!t->alloc_rec || !t->alloc_range || !t->alloc_free_rec || !t->alloc_ws || !t->alloc_search ||
 	    !t->alloc_foreign || !t->free_site || !t->ev || !t->kern || !stack || !range_end)
 		goto out;
 	size_t site = 0, nk = 0;
@@ -289,6 +294,13 @@ static int derive(struct bf_trace *t)
 		}
 		t->alloc_ws[s] = (uint8_t)ws;
 	}
+	/* the warm-up step: what comes before the first "step 1" range */
+	uint64_t steady_at = 0;
+	for (size_t i = 0; i < t->nrec && !steady_at; i++)
+		if (t->rec[i].type == TREC_RANGE && streq_null(tstr(t, t->rec[i].u.range.name), "step 1"))
+			steady_at = t->rec[i].start;
+	for (size_t s = 0; s < t->nalloc; s++)
+		t->alloc_search[s] = (uint8_t)(t->alloc_ws[s] && t->rec[t->alloc_rec[s]].start < steady_at);
 	ret = 0;
 out:
 	free(range_end);
@@ -439,6 +451,7 @@ void bf_free(struct bf_trace *t)
 	free(t->alloc_range);
 	free(t->alloc_free_rec);
 	free(t->alloc_ws);
+	free(t->alloc_search);
 	free(t->alloc_foreign);
 	free(t->free_site);
 	free(t->ev);
@@ -555,18 +568,25 @@ static void describe_site(const struct bf_trace *t, size_t e, char *buf, size_t 
 			 t->path, r->line, t->batch);
 }
 
-/* Sizes of two events plausible for one site at the two batch sizes:
- * equal, or growing at most in proportion to the batch (plus slack). */
+/* Sizes of two events plausible for one site at the two batch sizes, as a
+ * weight for the alignment: 4 equal, 3 growing at most in proportion to the
+ * batch (plus slack), 2 two workspaces within 4x of each other, 1 any other
+ * size of two workspaces, 0 implausible.
+ * Workspaces may take any size (the algorithm chosen decides it), but a
+ * pairing whose sizes also follow the batch is preferred: where one capture
+ * has no per-call workspace for a layer (the chosen algorithm needs none),
+ * its search workspace must pair with the other's search workspace, not
+ * with the other's per-call one. */
 static int size_compat(const struct bf_trace *A, size_t ea, const struct bf_trace *B, size_t eb)
 {
 	const struct bf_event *x = &A->ev[ea], *y = &B->ev[eb];
 	uint64_t sa = x->site != NO_IDX ? A->rec[A->alloc_rec[x->site]].u.mem.bytes : 0;
 	uint64_t sb = y->site != NO_IDX ? B->rec[B->alloc_rec[y->site]].u.mem.bytes : 0;
 	if (sa == sb)
-		return 1;
+		return 4;
 	/* workspaces follow the algorithm chosen, not the batch */
-	if (x->site != NO_IDX && y->site != NO_IDX && A->alloc_ws[x->site] && B->alloc_ws[y->site])
-		return 1;
+	int ws = x->site != NO_IDX && y->site != NO_IDX && A->alloc_ws[x->site] &&
+		 B->alloc_ws[y->site];
 	const struct bf_trace *lo = A, *hi = B;
 	uint64_t slo = sa, shi = sb;
 	if (A->batch > B->batch) {
@@ -576,7 +596,13 @@ static int size_compat(const struct bf_trace *A, size_t ea, const struct bf_trac
 		shi = sa;
 	}
 	double r = (double)hi->batch / (double)lo->batch;
-	return shi >= slo && (double)shi <= (double)slo * r * 1.05 + 65536;
+	if (shi >= slo && (double)shi <= (double)slo * r * 1.05 + 65536)
+		return 3;
+	if (!ws)
+		return 0;
+	/* two workspaces of one magnitude (within 4x) pair before others: a
+	 * search workspace that fell at the larger batch is still the search */
+	return 4 * (sa < sb ? sa : sb) >= (sa < sb ? sb : sa) ? 2 : 1;
 }
 
 static int is_static_kind(uint32_t kind)
@@ -584,6 +610,7 @@ static int is_static_kind(uint32_t kind)
 	return kind == TMEM_DEVICE_STATIC || kind == TMEM_MANAGED_STATIC;
 }
 
+/* Alignment weight of events EA of A and EB of B (0: they cannot pair). */
 static int ev_compat(const struct bf_trace *A, size_t ea, const struct bf_trace *B, size_t eb)
 {
 	const struct bf_event *x = &A->ev[ea], *y = &B->ev[eb];
@@ -615,7 +642,7 @@ static int ev_compat(const struct bf_trace *A, size_t ea, const struct bf_trace 
 
 /* Map A's events to B's: identity when they match position by position,
  * else a longest common subsequence of compatible events (when small
- * enough). MAP[e] = B's event or NO_IDX. */
+ * enough), heaviest by ev_compat's weights. MAP[e] = B's event or NO_IDX. */
 static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t *map)
 {
 	const char *why;
@@ -654,8 +681,10 @@ static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t
 		for (size_t j = 1; j <= mm; j++) {
 			uint8_t d;
 			uint32_t v;
-			if (ev_compat(A, i - 1, B, j - 1)) {
-				v = prev[j - 1] + 1;
+			int wgt = ev_compat(A, i - 1, B, j - 1);
+			uint32_t best = prev[j] >= cur[j - 1] ? prev[j] : cur[j - 1];
+			if (wgt && prev[j - 1] + (uint32_t)wgt >= best) {
+				v = prev[j - 1] + (uint32_t)wgt;
 				d = 0;
 			} else if (prev[j] >= cur[j - 1]) {
 				v = prev[j];
@@ -863,6 +892,7 @@ int bf_fit(struct bf_trace *const *traces, size_t n, const struct bf_options *o,
 		goto out;
 	}
 	m->n = n;
+	m->search_limit = o && o->search_limit ? (double)o->search_limit : 1073741824.0;
 	m->sorted = calloc(n, sizeof *m->sorted);
 	if (!m->sorted)
 		goto nomem;
@@ -928,6 +958,7 @@ int bf_fit(struct bf_trace *const *traces, size_t n, const struct bf_options *o,
 		const struct bf_trace *t0 = m->sorted[0];
 		size_t s0 = m->csite[0][c];
 		f->ws = t0->alloc_ws[s0];
+		f->search = t0->alloc_search[s0];
 		if (f->ws)
 			rep->nworkspace++;
 		if (same) {
@@ -1044,6 +1075,51 @@ static double interp_sizes(const struct bf_model *m, size_t c, double xb, int ne
 	return ya + (yc - ya) * (xb - xa) / (xc - xa);
 }
 
+/*
+ * A workspace's size at XB from its sizes Y at batches X (N points, X
+ * ascending). A workspace is the largest of its candidates' needs, each
+ * growing with the batch, and a candidate that would need more than the
+ * search limit is not tried: so the size follows the trend of the two
+ * captures at or below XB while that stays within the limit, and falls
+ * when it would cross it. Between two captures whose sizes lie on that
+ * trend this is the linear interpolation; where the upper capture fell
+ * below the trend (a candidate crossed the limit, or another algorithm was
+ * chosen) the trend is kept up to the limit, then the upper size is taken.
+ * Below the smallest capture, and where the trend falls, the nearest
+ * capture's size: a step function of the batch is not extrapolated.
+ * LIMIT < 0: no trend (a per-call workspace: linear between the captures
+ * around XB, the nearest capture's size outside them).
+ */
+static double ws_curve(const double *x, const double *y, size_t n, double xb, double limit)
+{
+	size_t lo = n, hi = n;
+	for (size_t k = 0; k < n; k++) {
+		if (x[k] <= xb)
+			lo = k;
+		if (x[k] >= xb && hi == n)
+			hi = k;
+	}
+	if (lo == n)
+		return y[hi];
+	if (hi == lo)
+		return y[lo];
+	double trend = -1;
+	if (limit >= 0 && lo > 0 && y[lo] >= y[lo - 1]) {
+		double s = (y[lo] - y[lo - 1]) / (x[lo] - x[lo - 1]);
+		trend = y[lo] + s * (xb - x[lo]);
+	}
+	if (hi == n) /* above every capture: the trend, within the limit */
+		return trend >= 0 && trend <= limit ? trend : y[lo];
+	double lin0 = y[lo] + (y[hi] - y[lo]) * (xb - x[lo]) / (x[hi] - x[lo]);
+	if (trend < 0)
+		return lin0;
+	double lin = lin0;
+	double at_hi = y[lo] + (trend - y[lo]) * (x[hi] - x[lo]) / (xb - x[lo]);
+	if (y[hi] >= at_hi * 0.98)
+		return lin; /* the upper capture is on (or above) the trend */
+	return trend <= limit ? trend : y[hi];
+}
+
 static uint64_t predict_canon(const struct bf_model *m, size_t c, uint64_t batch)
 {
 	const struct bf_site_fit *f = &m->fit[c];
@@ -1052,7 +1128,15 @@ static uint64_t predict_canon(const struct bf_model *m, size_t c, uint64_t batch
 		return m->sizes[0][c];
 	if (f->kind == 'l')
 		v = f->a + f->b * (double)batch;
-	else
+	else if (f->search) {
+		double x[64], y[64];
+		size_t n = m->n < 64 ? m->n : 64;
+		for (size_t k = 0; k < n; k++) {
+			x[k] = (double)m->sorted[k]->batch;
+			y[k] = (double)m->sizes[k][c];
+		}
+		v = ws_curve(x, y, n, (double)batch, m->search_limit);
+	} else
 		v = interp_sizes(m, c, (double)batch, f->ws);
 	if (!(v >= 1))
 		v = 1;
@@ -1085,6 +1169,10 @@ char bf_site_kind(const struct bf_model *m, size_t site)
 }
 
 /* ---------------------------------------------------------- synthesis */
+
+static size_t template_index(const struct bf_model *m, uint64_t batch);
+static uint64_t predict_template_site(const struct bf_model *m, size_t kt, size_t s,
+				      uint64_t batch, uint64_t *sz, char *kind);
 
 static double fit_at(const double *x, const double *y, size_t n, double xb)
 {
@@ -1253,18 +1341,14 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 	struct trace_header h;
 	uint32_t *sid = NULL;
 	double *pred = NULL, *kdur = NULL;
-	uint64_t *site_bytes = NULL;
+	uint64_t *site_bytes = NULL, *pair_sz = NULL;
 	int ret = -1;
 	char bbuf[32];
 
 	memset(&h, 0, sizeof h);
 	/* the nearest capture is the template (ties: the larger one) */
-	for (size_t k = 1; k < m->n; k++) {
-		uint64_t bk = m->sorted[k]->batch, bt = T->batch;
-		uint64_t dk = bk > batch ? bk - batch : batch - bk, dt = bt > batch ? bt - batch : batch - bt;
-		if (dk <= dt)
-			T = m->sorted[k];
-	}
+	size_t kt = template_index(m, batch);
+	T = m->sorted[kt];
 	if (header_copy(&h, &T->hdr) < 0)
 		goto nomem;
 	snprintf(bbuf, sizeof bbuf, "%" PRIu64, batch);
@@ -1301,7 +1385,8 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 	pred = calloc(T->nrec ? T->nrec : 1, sizeof *pred);
 	kdur = calloc(T->nrec ? T->nrec : 1, sizeof *kdur);
 	site_bytes = calloc(T->nalloc ? T->nalloc : 1, sizeof *site_bytes);
-	if (!sid || !pred || !kdur || !site_bytes)
+	pair_sz = calloc(m->n, sizeof *pair_sz);
+	if (!sid || !pred || !kdur || !site_bytes || !pair_sz)
 		goto nomem;
 	for (uint32_t i = 0; i < T->nstr; i++)
 		sid[i] = TRACE_NO_STRING;
@@ -1325,8 +1410,8 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 		o.start = t0 + (uint64_t)llround(pred[i]);
 		o.end = o.start + (r->end - r->start);
 		if (r->type == TREC_ALLOC) {
-			size_t c = canon_site(m, T, site);
-			o.u.mem.bytes = c == NO_IDX ? r->u.mem.bytes : predict_canon(m, c, batch);
+			char kind;
+			o.u.mem.bytes = predict_template_site(m, kt, site, batch, pair_sz, &kind);
 			site_bytes[site] = o.u.mem.bytes;
 			site++;
 		} else if (r->type == TREC_FREE) {
@@ -1359,7 +1444,182 @@ out:
 	free(pred);
 	free(kdur);
 	free(site_bytes);
+	free(pair_sz);
 	return ret;
+}
+
+/* ------------------------------------------- unaligned sites, paired */
+
+/* The capture the trace at BATCH is built on: the nearest (ties: larger). */
+static size_t template_index(const struct bf_model *m, uint64_t batch)
+{
+	size_t best = 0;
+	for (size_t k = 1; k < m->n; k++) {
+		uint64_t bk = m->sorted[k]->batch, bt = m->sorted[best]->batch;
+		uint64_t dk = bk > batch ? bk - batch : batch - bk, dt = bt > batch ? bt - batch : batch - bt;
+		if (dk <= dt)
+			best = k;
+	}
+	return best;
+}
+
+/* Same stream, memory kind, source library and NVTX range: the key under
+ * which unaligned allocations of two captures are paired (size ignored). */
+static int pair_key_match(const struct bf_trace *A, size_t sa, const struct bf_trace *B, size_t sb)
+{
+	const struct trace_mem *ma = &A->rec[A->alloc_rec[sa]].u.mem;
+	const struct trace_mem *mb = &B->rec[B->alloc_rec[sb]].u.mem;
+	return ma->stream == mb->stream && ma->kind == mb->kind &&
+	       streq_null(tstr(A, ma->source), tstr(B, mb->source)) &&
+	       streq_null(tstr(A, A->alloc_range[sa]), tstr(B, B->alloc_range[sb]));
+}
+
+/*
+ * Sizes of the counterparts of unaligned site S of capture KT in every
+ * capture (SZ[k], 0 where there is none). Alignment leaves gaps where the
+ * first step's autotuning differs per batch; within the gap between the same
+ * two aligned events of both captures, the i-th unaligned allocation with
+ * the same key (stream, kind, source, NVTX range) in one is paired with the
+ * i-th in the other: the same search or workspace call of the same layer
+ * and direction, whatever its size. Returns how many captures have one.
+ */
+static size_t pair_unaligned(const struct bf_model *m, size_t kt, size_t s, uint64_t *sz)
+{
+	const struct bf_trace *T = m->sorted[kt];
+	size_t e = NO_IDX, np = 0;
+	for (size_t k = 0; k < m->n; k++)
+		sz[k] = 0;
+	/* the allocation event of S (events are in record order) */
+	size_t lo = 0, hi = T->nev;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (T->ev[mid].rec < T->alloc_rec[s])
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < T->nev && T->ev[lo].type == 'a' && T->ev[lo].site == s)
+		e = lo;
+	if (e == NO_IDX)
+		return 0;
+	size_t cp = NO_IDX, cn = NO_IDX;
+	for (size_t i = e; i-- > 0;)
+		if (m->rev_ev[kt][i] != NO_IDX) {
+			cp = m->rev_ev[kt][i];
+			break;
+		}
+	for (size_t i = e + 1; i < T->nev; i++)
+		if (m->rev_ev[kt][i] != NO_IDX) {
+			cn = m->rev_ev[kt][i];
+			break;
+		}
+	size_t ord = 0;
+	for (size_t i = cp == NO_IDX ? 0 : m->cev[kt][cp] + 1; i < e; i++)
+		if (T->ev[i].type == 'a' && m->rev_ev[kt][i] == NO_IDX &&
+		    pair_key_match(T, T->ev[i].site, T, s))
+			ord++;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct bf_trace *B = m->sorted[k];
+		if (k == kt) {
+			sz[k] = T->rec[T->alloc_rec[s]].u.mem.bytes;
+			np++;
+			continue;
+		}
+		size_t from = cp == NO_IDX ? 0 : m->cev[k][cp] + 1;
+		size_t to = cn == NO_IDX ? B->nev : m->cev[k][cn];
+		size_t o = 0;
+		for (size_t i = from; i < to; i++) {
+			if (B->ev[i].type != 'a' || m->rev_ev[k][i] != NO_IDX ||
+			    !pair_key_match(B, B->ev[i].site, T, s))
+				continue;
+			if (o++ == ord) {
+				sz[k] = B->rec[B->alloc_rec[B->ev[i].site]].u.mem.bytes;
+				np++;
+				break;
+			}
+		}
+	}
+	return np;
+}
+
+/* Prediction for a paired unaligned site from the sizes SZ its counterparts
+ * have (0 = none): linear between the two captures around BATCH, the nearest
+ * capture's size outside them (a search workspace is bounded by the search
+ * limit, and which candidates fit changes with batch: no extrapolation). */
+static uint64_t predict_paired(const struct bf_model *m, const uint64_t *sz, uint64_t batch,
+			       uint64_t dflt, int search)
+{
+	double x[64], y[64];
+	size_t np = 0;
+	uint64_t g = 512;
+	for (size_t k = 0; k < m->n && np < 64; k++) {
+		if (!sz[k])
+			continue;
+		g = gcd_u64(g, sz[k]);
+		x[np] = (double)m->sorted[k]->batch;
+		y[np++] = (double)sz[k];
+	}
+	if (!np)
+		return dflt;
+	/* only the warm-up step's search workspaces follow the trend rule */
+	double v = ws_curve(x, y, np, (double)batch, search ? m->search_limit : -1);
+	uint64_t u = (uint64_t)llround(v > 1 ? v : 1);
+	if (!g)
+		g = 1;
+	u = (u + g / 2) / g * g;
+	return u ? u : g;
+}
+
+/* Bytes of site S of template KT at BATCH, with its kind in *KIND. */
+static uint64_t predict_template_site(const struct bf_model *m, size_t kt, size_t s,
+				      uint64_t batch, uint64_t *sz, char *kind)
+{
+	const struct bf_trace *T = m->sorted[kt];
+	size_t c = canon_site(m, T, s);
+	if (c != NO_IDX) {
+		*kind = m->fit[c].kind;
+		return predict_canon(m, c, batch);
+	}
+	uint64_t own = T->rec[T->alloc_rec[s]].u.mem.bytes;
+	if (pair_unaligned(m, kt, s, sz) >= 2) {
+		*kind = 'p';
+		return predict_paired(m, sz, batch, own, T->alloc_search[s]);
+	}
+	*kind = 'u';
+	return own;
+}
+
+/* Per-site TSV; see batch_fit.h. */
+int bf_write_sites(const struct bf_model *m, uint64_t batch, FILE *f)
+{
+	size_t kt = template_index(m, batch);
+	const struct bf_trace *T = m->sorted[kt];
+	uint64_t *sz = calloc(m->n, sizeof *sz);
+	if (!sz)
+		return -1;
+	fprintf(f, "site\tline\trange\tkind\tworkspace");
+	for (size_t k = 0; k < m->n; k++)
+		fprintf(f, "\tb%" PRIu64, m->sorted[k]->batch);
+	fprintf(f, "\tpredicted_b%" PRIu64 "\n", batch);
+	for (size_t s = 0; s < T->nalloc; s++) {
+		char kind;
+		uint64_t p = predict_template_site(m, kt, s, batch, sz, &kind);
+		size_t c = canon_site(m, T, s);
+		const char *rn = tstr(T, T->alloc_range[s]);
+		fprintf(f, "%zu\t%" PRIu64 "\t%s\t%c\t%d", s, T->rec[T->alloc_rec[s]].line,
+			rn ? rn : "-", kind, T->alloc_ws[s]);
+		for (size_t k = 0; k < m->n; k++) {
+			uint64_t v = c != NO_IDX ? m->sizes[k][c] : kind == 'p' ? sz[k] : k == kt ?
+				     T->rec[T->alloc_rec[s]].u.mem.bytes : 0;
+			if (v)
+				fprintf(f, "\t%" PRIu64, v);
+			else
+				fprintf(f, "\t-");
+		}
+		fprintf(f, "\t%" PRIu64 "\n", p);
+	}
+	free(sz);
+	return ferror(f) ? -1 : 0;
 }
 
 /* ----------------------------------------------------- live-set tracker */

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct bf_trace;
 struct bf_model;
@@ -34,6 +35,9 @@ struct bf_options {
 				 * sites are copied from the nearest capture */
 	double linear_tol;      /* largest relative residual still "linear";
 				 * 0 = 0.5% */
+	uint64_t search_limit;  /* largest workspace an algorithm search may
+				 * take (cuDNN Find: the caller's limit);
+				 * 0 = 1 GiB. Bounds workspace trends. */
 };
 
 /* What the fit found: the quality figures the user is shown. */
@@ -64,6 +68,14 @@ void bf_model_free(struct bf_model *m);
 uint64_t bf_predict_site(const struct bf_model *m, size_t site, uint64_t batch);
 /* 'c' constant, 'l' linear, 'n' non-linear (interpolated), 'u' unaligned. */
 char bf_site_kind(const struct bf_model *m, size_t site);
+
+/* Per-site fit quality as TSV on F, one row per allocation site of the
+ * capture the trace at BATCH is built on (the template): its line, NVTX
+ * range, kind (c/l/n/u, or 'p' for an unaligned site paired within its
+ * range), workspace flag, the sizes seen in every capture ('-' where it
+ * has no counterpart), the prediction, and the rule that made it. For
+ * users deciding how far to trust a synthesised trace. Returns 0 or -1. */
+int bf_write_sites(const struct bf_model *m, uint64_t batch, FILE *f);
 
 /* Write the trace at BATCH to PATH (atomically; gzip when PATH ends .gz),
  * built on the capture nearest to BATCH. Returns 0 or -1 with ERR. */
