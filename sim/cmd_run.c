@@ -29,6 +29,7 @@ struct run_args {
 	enum sim_foreign_mode foreign;  /* --foreign */
 	const char *allocator_source;   /* --allocator-source */
 	int timing;
+	int allow_incomplete;
 	uint64_t capacity;
 	enum device_addr_mode mode;
 	uint32_t timeline_points;
@@ -51,6 +52,10 @@ static void usage(FILE *f)
 		"  --db PATH            results database (default: %s in the current\n"
 		"                       directory; created if missing)\n"
 		"  --no-db              do not store the run\n"
+		"  --allow-incomplete   replay a trace cut short (a killed capture: no 'end'\n"
+		"                       trailer, or a truncated gzip stream) up to where it\n"
+		"                       ends; the run is stored with complete = 0. Without\n"
+		"                       it such a trace is an error (exit 1)\n"
 		"  --json               print one JSON object on stdout instead of the summary;\n"
 		"                       \"run_id\" is its last field (null with --no-db), so two\n"
 		"                       runs of the same inputs differ only on that line's value\n"
@@ -149,6 +154,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			a->json = 1;
 		} else if (!strcmp(o, "--no-db")) {
 			a->no_db = 1;
+		} else if (!strcmp(o, "--allow-incomplete")) {
+			a->allow_incomplete = 1;
 		} else if (!strcmp(o, "--quiet")) {
 			a->quiet = 1;
 		} else if (o[0] == '-' && o[1]) {
@@ -423,6 +430,7 @@ int cmd_run(int argc, char **argv)
 		.conf = a.conf,
 		.capacity = a.capacity,
 		.addr_mode = a.mode,
+		.allow_incomplete = a.allow_incomplete,
 		.timeline_points = a.timeline_points,
 		.progress = !a.quiet && isatty(STDERR_FILENO),
 		.cost = a.timing ? &cm : NULL,

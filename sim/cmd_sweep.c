@@ -37,6 +37,7 @@ struct sweep_args {
 	enum device_addr_mode mode;
 	uint32_t timeline_points;
 	int timing;
+	int allow_incomplete;
 };
 
 /* Everything the plan owns, freed in one place. */
@@ -83,6 +84,7 @@ static void usage(FILE *f)
 		"  --timeline-points N  timeline size per run (default 512)\n"
 		"  --timing             predict step times: each trace's cudaMalloc/cudaFree\n"
 		"                       costs fitted from its own records (as `run --timing`)\n"
+		"  --allow-incomplete   replay traces cut short (as `run --allow-incomplete`)\n"
 		"  --progress           progress bar on stderr even when it is not a terminal\n"
 		"  --no-progress        never a progress bar\n"
 		"  --list               print the jobs (one key a line) and run nothing\n"
@@ -201,6 +203,8 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 			a->timeline_points = (uint32_t)n;
 		} else if (!strcmp(o, "--timing")) {
 			a->timing = 1;
+		} else if (!strcmp(o, "--allow-incomplete")) {
+			a->allow_incomplete = 1;
 		} else if (!strcmp(o, "--progress")) {
 			a->progress = 1;
 		} else if (!strcmp(o, "--no-progress")) {
@@ -669,6 +673,7 @@ int cmd_sweep(int argc, char **argv)
 		.addr_mode = a.mode,
 		.timeline_points = a.timeline_points,
 		.timing = a.timing,
+		.allow_incomplete = a.allow_incomplete,
 		.tool_version = GPUMEMSIM_VERSION,
 	};
 	int xr = sweep_execute(todo, ntodo, st, &eo, &c, err, sizeof err);

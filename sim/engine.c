@@ -2222,6 +2222,17 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 		goto out;
 	if (finish(&e, err, errlen) < 0)
 		goto out;
+	if (!res->complete && !o->allow_incomplete) {
+		/* a result from half a trace must not pass for the whole run */
+		if (trace_reader_status(e.rd) == TRACE_ERR_TRUNCATED || trace_reader_error(e.rd)[0])
+			snprintf(err, errlen, "%s (the trace is cut short: replay what it holds "
+				 "with --allow-incomplete)", trace_reader_error(e.rd));
+		else
+			snprintf(err, errlen, "%s: the trace is cut short (no 'end' trailer: a "
+				 "killed capture?); replay what it holds with --allow-incomplete",
+				 e.path);
+		goto out;
+	}
 	ret = 0;
 out:
 	if (e.pol_live && e.pol->fini)

@@ -35,6 +35,10 @@ struct sim_options {
 	const char *trace_path;
 	const struct alloc_policy *policy;
 	const char *conf;               /* policy knobs, framework syntax; may be NULL */
+	int allow_incomplete;           /* replay a trace cut short (no trailer, or a
+					 * truncated gzip stream: a killed capture) up to
+					 * where it ends; the result says complete = 0.
+					 * Without it such a trace is an error. */
 	uint64_t capacity;              /* bytes; 0 = the trace header's total memory,
 					 * or unlimited when the header has none */
 	enum device_addr_mode addr_mode;

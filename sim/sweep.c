@@ -617,6 +617,7 @@ static void worker(const struct pool *p, const struct sweep_job *j, int fd)
 		.capacity = j->capacity,
 		.addr_mode = p->o->addr_mode,
 		.timeline_points = p->o->timeline_points,
+		.allow_incomplete = p->o->allow_incomplete,
 	};
 	struct cost_model cm;
 	if (p->o->timing) {

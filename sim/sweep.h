@@ -42,6 +42,7 @@ struct sweep_exec_opts {
 	enum device_addr_mode addr_mode;
 	uint32_t timeline_points;          /* 0 = engine default (512) */
 	int timing;                        /* --timing: costs fitted from each trace */
+	int allow_incomplete;              /* replay traces cut short (complete = 0) */
 	const char *tool_version;
 };
 

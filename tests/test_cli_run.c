@@ -176,6 +176,37 @@ Test(cli_run, bad_trace_names_file_and_line)
 	teardown(&c);
 }
 
+/* A trace cut short (a truncated gzip stream) is refused with its file and
+ * line, nothing stored; --allow-incomplete replays it and says so. */
+Test(cli_run, truncated_trace_is_refused_unless_allowed)
+{
+	struct cli c;
+	char args[1024], gz[160];
+	th_bin();
+	setup(&c);
+	snprintf(gz, sizeof gz, "%s.gz", c.trace);
+	snprintf(args, sizeof args, "head -c 3000 traces/torch-truth/alexnet-b16-default.trace.gz > '%s'",
+		 gz);
+	cr_assert_eq(system(args), 0);
+	snprintf(args, sizeof args, "run '%s' --policy pytorch --db '%s'", gz, c.db);
+	cr_assert_eq(sh(&c, args), 1);
+	char *e = slurp(c.err);
+	char want[200];
+	snprintf(want, sizeof want, "%s:", gz);
+	cr_assert(strstr(e, want) && strstr(e, "cut short"), "%s", e);
+	free(e);
+	struct stat sb;
+	cr_assert_neq(stat(c.db, &sb), 0, "a refused run created the database");
+	snprintf(args, sizeof args, "run '%s' --policy pytorch --json --no-db --allow-incomplete",
+		 gz);
+	cr_assert_eq(sh(&c, args), 0);
+	char *o = slurp(c.out);
+	cr_assert(strstr(o, "\"complete\":false"), "%s", o);
+	free(o);
+	unlink(gz);
+	teardown(&c);
+}
+
 Test(cli_run, usage_errors_exit_2)
 {
 	struct cli c;

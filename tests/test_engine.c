@@ -525,7 +525,12 @@ Test(engine, incomplete_trace_and_host_memory)
 	rec.start = rec.end = 2;
 	tb_rec(&t, &rec);
 	tb_close(&t, 0);                   /* no trailer */
-	cr_assert_eq(run(t.path, cuda_malloc(), 0, &r, err, sizeof err), 0, "%s", err);
+	/* a trace cut short is refused unless asked for, naming the file */
+	cr_assert_lt(run(t.path, cuda_malloc(), 0, &r, err, sizeof err), 0);
+	cr_assert(strstr(err, t.path) && strstr(err, "--allow-incomplete"), "%s", err);
+	struct sim_options o = {.trace_path = t.path, .policy = cuda_malloc(),
+				.allow_incomplete = 1};
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(r.complete, 0);
 	cr_assert_eq(r.allocs, 1);
 	cr_assert_eq(r.frees, 0);
