@@ -55,6 +55,11 @@ const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allo
 const char *cli_oom_explain_foreign(uint64_t request, uint64_t allocated, uint64_t foreign,
 				    uint64_t capacity, const char *top_lib, char *buf, size_t len);
 
+/* Option values run and sweep share: 0 with *OUT set, or EXIT_USAGE after a
+ * message naming CMD and the value. */
+int cli_parse_addresses(const char *cmd, const char *v, int *out /* enum device_addr_mode */);
+int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
+
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 

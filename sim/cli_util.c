@@ -3,9 +3,11 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "device.h"
 
 /* Sizes as people read them: binary units, GiB for anything over 1 GiB. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len)
@@ -74,4 +76,30 @@ const char *cli_oom_explain_foreign(uint64_t request, uint64_t allocated, uint64
 		 cli_fmt_bytes(foreign, b3, sizeof b3), top_lib && *top_lib ? " (most in " : "",
 		 top_lib && *top_lib ? top_lib : "", top_lib && *top_lib ? ")" : "");
 	return buf;
+}
+
+int cli_parse_addresses(const char *cmd, const char *v, int *out)
+{
+	if (!strcmp(v, "synthetic")) {
+		*out = DEVICE_ADDR_SYNTHETIC;
+	} else if (!strcmp(v, "recorded")) {
+		*out = DEVICE_ADDR_RECORDED;
+	} else {
+		fprintf(stderr, "gpumemsim %s: --addresses '%s': expected synthetic or recorded\n",
+			cmd, v);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out)
+{
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+	if (*end || !*v || n < 1 || n > 1000000) {
+		fprintf(stderr, "gpumemsim %s: --timeline-points '%s': expected 1..1000000\n", cmd, v);
+		return EXIT_USAGE;
+	}
+	*out = (uint32_t)n;
+	return 0;
 }

@@ -183,24 +183,13 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 			}
 			a->jobs = (int)n;
 		} else if (!strcmp(o, "--addresses")) {
-			if (!strcmp(v, "synthetic")) {
-				a->mode = DEVICE_ADDR_SYNTHETIC;
-			} else if (!strcmp(v, "recorded")) {
-				a->mode = DEVICE_ADDR_RECORDED;
-			} else {
-				fprintf(stderr, "gpumemsim sweep: --addresses '%s': expected "
-					"synthetic or recorded\n", v);
+			int m;
+			if (cli_parse_addresses("sweep", v, &m))
 				return EXIT_USAGE;
-			}
+			a->mode = (enum device_addr_mode)m;
 		} else if (!strcmp(o, "--timeline-points")) {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
-			if (*end || !*v || n < 1 || n > 1000000) {
-				fprintf(stderr, "gpumemsim sweep: --timeline-points '%s': expected "
-					"1..1000000\n", v);
+			if (cli_parse_timeline_points("sweep", v, &a->timeline_points))
 				return EXIT_USAGE;
-			}
-			a->timeline_points = (uint32_t)n;
 		} else if (!strcmp(o, "--timing")) {
 			a->timing = 1;
 		} else if (!strcmp(o, "--allow-incomplete")) {
