@@ -307,61 +307,49 @@ static void add_event(struct engine *e, enum sim_event_kind kind, uint64_t t,
 	snprintf(ev->detail, sizeof ev->detail, "%s", detail ? detail : "");
 }
 
+/* A bucket keeps the maxima of what fell into it. */
+static inline void tl_fold(struct tl_bucket *b, uint64_t alloc, uint64_t res)
+{
+	if (!b->filled) {
+		b->filled = 1;
+		b->alloc = alloc;
+		b->res = res;
+	} else {
+		if (alloc > b->alloc) b->alloc = alloc;
+		if (res > b->res) b->res = res;
+	}
+}
+
 /* Keep the max of each bucket; when time runs past the last bucket, merge
  * neighbouring pairs and double the width, so a peak survives any merging. */
 static void tl_sample(struct engine *e, uint64_t t, uint64_t res)
 {
 	uint64_t rel = t - e->t0, idx = rel >> e->tl_shift;
-	if (rel < e->tl_lim) {
-		/* the common case: inside the current width */
-		struct tl_bucket *b = &e->tl[idx];
-		if (!b->filled) {
-			b->filled = 1;
-			b->alloc = e->allocated;
-			b->res = res;
-		} else {
-			if (e->allocated > b->alloc) b->alloc = e->allocated;
-			if (res > b->res) b->res = res;
-		}
-		return;
-	}
-	while (idx >= e->tl_n) {
-		if (e->tl_shift >= 63) {
-			idx = e->tl_n - 1;
-			break;
-		}
-		uint32_t half = (e->tl_n + 1) / 2;
-		for (uint32_t i = 0; i < half; i++) {
-			struct tl_bucket m = e->tl[2 * i];
-			if (2 * i + 1 < e->tl_n && e->tl[2 * i + 1].filled) {
-				const struct tl_bucket *b = &e->tl[2 * i + 1];
-				if (!m.filled) {
-					m = *b;
-				} else {
-					if (b->alloc > m.alloc) m.alloc = b->alloc;
-					if (b->res > m.res) m.res = b->res;
-				}
+	if (rel >= e->tl_lim) {
+		/* the rare case: time ran past the current width */
+		while (idx >= e->tl_n) {
+			if (e->tl_shift >= 63) {
+				idx = e->tl_n - 1;
+				break;
 			}
-			e->tl[i] = m;
+			uint32_t half = (e->tl_n + 1) / 2;
+			for (uint32_t i = 0; i < half; i++) {
+				struct tl_bucket m = e->tl[2 * i];
+				if (2 * i + 1 < e->tl_n && e->tl[2 * i + 1].filled)
+					tl_fold(&m, e->tl[2 * i + 1].alloc, e->tl[2 * i + 1].res);
+				e->tl[i] = m;
+			}
+			memset(e->tl + half, 0, (e->tl_n - half) * sizeof *e->tl);
+			e->tl_shift++;
+			idx = rel >> e->tl_shift;
 		}
-		memset(e->tl + half, 0, (e->tl_n - half) * sizeof *e->tl);
-		e->tl_shift++;
-		idx = rel >> e->tl_shift;
+		/* below tl_lim the fast path needs no width check; an overflow
+		 * means every time fits */
+		e->tl_lim = (uint64_t)e->tl_n << e->tl_shift;
+		if (e->tl_lim >> e->tl_shift != e->tl_n)
+			e->tl_lim = UINT64_MAX;
 	}
-	/* below tl_lim the fast path above needs no width check; an overflow
-	 * means every time fits */
-	e->tl_lim = (uint64_t)e->tl_n << e->tl_shift;
-	if (e->tl_lim >> e->tl_shift != e->tl_n)
-		e->tl_lim = UINT64_MAX;
-	struct tl_bucket *b = &e->tl[idx];
-	if (!b->filled) {
-		b->filled = 1;
-		b->alloc = e->allocated;
-		b->res = res;
-	} else {
-		if (e->allocated > b->alloc) b->alloc = e->allocated;
-		if (res > b->res) b->res = res;
-	}
+	tl_fold(&e->tl[idx], e->allocated, res);
 }
 
 /* After every policy call: peaks and the timeline. */
