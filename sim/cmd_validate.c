@@ -445,17 +445,6 @@ static int capture_regions(const char *path, uint64_t *n, uint64_t *bytes,
 	return 0;
 }
 
-static void count_seg(void *ctx, uint32_t op, uint64_t addr, uint64_t bytes, uint64_t t)
-{
-	uint64_t *c = ctx;
-	(void)addr;
-	(void)t;
-	if (op == TSEG_ALLOC || op == TSEG_MAP) {
-		c[0]++;
-		c[1] += bytes;
-	}
-}
-
 struct truth_row {
 	char name[256];
 	uint64_t pool_real, pool_sim, use_real, use_sim, reg_real, reg_sim, limit, reg_bytes;
@@ -471,7 +460,6 @@ static int replay_filtered(const char *in, const char *policy, const char *conf,
 	char tmp[64];
 	struct sim_options o;
 	struct sim_result res;
-	uint64_t segs[2] = {0, 0};
 	int rc = -1;
 	snprintf(tmp, sizeof tmp, "/tmp/gpumemsim-vjax-XXXXXX");
 	int fd = mkstemp(tmp);
@@ -487,8 +475,6 @@ static int replay_filtered(const char *in, const char *policy, const char *conf,
 	o.policy = policy_find(policy);
 	o.conf = conf;
 	o.addr_mode = DEVICE_ADDR_SYNTHETIC;
-	o.device_log = count_seg;
-	o.device_log_ctx = segs;
 	if (!o.policy) {
 		snprintf(err, errlen, "the %s policy is not registered", policy);
 		goto cleanup;
