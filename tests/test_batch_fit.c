@@ -107,7 +107,10 @@ Test(batch_fit, predicts_sites)
 	cr_assert_eq(bf_predict_site(m, 3, 24), 3 * MiB);   /* between 4 and 2 MiB */
 	cr_assert_eq(bf_predict_site(m, 1, 64), 512 * 66);
 	cr_assert_eq(bf_predict_site(m, 2, 64), 64 * MiB);
-	cr_assert_eq(bf_predict_site(m, 3, 64), 2 * MiB);   /* workspace: nearest */
+	/* a per-call workspace outside the captures: the nearest capture's
+	 * bytes per sample (2 MiB at 32, 1 MiB at 8) */
+	cr_assert_eq(bf_predict_site(m, 3, 64), 4 * MiB);
+	cr_assert_eq(bf_predict_site(m, 3, 4), MiB / 2);
 
 	/* the synthesised trace at 64 reads back with the predicted sizes */
 	char out[128];
@@ -118,8 +121,8 @@ Test(batch_fit, predicts_sites)
 	cr_assert_str_eq(bf_label(s, "whatif"), "batch");
 	struct bf_live live;
 	cr_assert_eq(bf_live_at(s, 0, &live), 0);
-	cr_assert_eq(live.total, 4 * MiB + 512 * 66 + 64 * MiB + 2 * MiB);
-	cr_assert_eq(live.workspace, 2 * MiB);
+	cr_assert_eq(live.total, 4 * MiB + 512 * 66 + 64 * MiB + 4 * MiB);
+	cr_assert_eq(live.workspace, 4 * MiB);
 	cr_assert_eq(live.nws, 1);
 	cr_assert_str_eq(live.ws[0].name, "conv1.fwd");
 	bf_free(s);
@@ -346,4 +349,134 @@ Test(batch_fit, search_workspace_follows_its_trend_up_to_the_limit)
 		unlink(p[i]);
 	}
 	unlink(sp);
+}
+
+/* Search workspaces on an exact line (300 MiB + 10 MiB per sample at 8, 16
+ * and 32) follow it only while it stays within the search limit: at 64 the
+ * line (940 MiB), at 128 (1580 MiB, over the 1 GiB default) the largest
+ * capture's size, not the line. */
+Test(batch_fit, linear_search_workspace_stops_at_the_limit)
+{
+	const uint64_t b[3] = {8, 16, 32};
+	char p[3][128];
+	struct bf_trace *t[3];
+	for (int i = 0; i < 3; i++) {
+		th_tmpname(p[i], sizeof p[i], "batch_fit_lsearch");
+		write_search_capture(p[i], b[i]);
+		t[i] = load(p[i]);
+	}
+	struct bf_model *m = NULL;
+	char err[1024];
+	struct bf_options o = {.allow_misaligned = 1};
+	cr_assert_eq(bf_fit(t, 3, &o, &m, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(bf_site_kind(m, 2), 'l');
+	cr_assert_eq(bf_predict_site(m, 2, 64), 940 * MiB);
+	cr_assert_eq(bf_predict_site(m, 2, 128), 620 * MiB, "%llu MiB",
+		     (unsigned long long)(bf_predict_site(m, 2, 128) / MiB));
+	bf_model_free(m);
+	for (int i = 0; i < 3; i++) {
+		bf_free(t[i]);
+		unlink(p[i]);
+	}
+}
+
+/* A capture whose module globals (device static, 40 of them) are made in
+ * conv1.fwd (LATE = 0) or in conv2.fwd after bn.fwd's activation (LATE =
+ * 1), as when the algorithms of another batch size load a module later. */
+static void write_statics_capture(const char *path, uint64_t batch, int late)
+{
+	char err[256];
+	struct trace_writer *w = th_batch_writer(path, batch, "toy");
+	uint32_t c1 = trace_writer_intern(w, "conv1.fwd"), bn = trace_writer_intern(w, "bn.fwd");
+	uint32_t c2 = trace_writer_intern(w, "conv2.fwd");
+	uint64_t t = 1000;
+	struct trace_rec r;
+#define RANGE2(name_) do { memset(&r, 0, sizeof r); r.type = TREC_RANGE; r.start = t += 10; \
+	r.end = r.start + 5000; r.u.range.name = (name_); cr_assert_eq(trace_writer_record(w, &r), 0); } while (0)
+#define STATICS() do { for (int i_ = 0; i_ < 40; i_++) { memset(&r, 0, sizeof r); r.type = TREC_ALLOC; \
+	r.start = r.end = t += 10; r.u.mem.addr = 0x900000000 + 4096 * (uint64_t)i_; r.u.mem.bytes = 64; \
+	r.u.mem.stream = TRACE_NO_STREAM; r.u.mem.kind = TMEM_DEVICE_STATIC; r.u.mem.source = TRACE_NO_STRING; \
+	cr_assert_eq(trace_writer_record(w, &r), 0); } } while (0)
+	RANGE2(c1);
+	ALLOC(0x300000000, MiB * batch);
+	if (!late)
+		STATICS();
+	t += 6000;
+	RANGE2(bn);
+	ALLOC(0x310000000, MiB * batch);
+	t += 6000;
+	RANGE2(c2);
+	if (late)
+		STATICS();
+	ALLOC(0x320000000, MiB * batch);
+	FREE(0x320000000, MiB * batch);
+	FREE(0x310000000, MiB * batch);
+	FREE(0x300000000, MiB * batch);
+#undef STATICS
+#undef RANGE2
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+/* Module globals made in another layer at one batch size do not unalign
+ * the activations between the two places: they align among themselves. */
+Test(batch_fit, module_globals_align_apart)
+{
+	char p[2][128];
+	struct bf_trace *t[2];
+	for (int i = 0; i < 2; i++) {
+		th_tmpname(p[i], sizeof p[i], "batch_fit_statics");
+		write_statics_capture(p[i], i ? 32 : 8, i);
+		t[i] = load(p[i]);
+	}
+	struct bf_model *m = NULL;
+	char err[1024];
+	struct bf_options o = {0};
+	cr_assert_eq(bf_fit(t, 2, &o, &m, err, sizeof err), 0, "%s", err);
+	const struct bf_report *rep = bf_model_report(m);
+	cr_assert_eq(rep->nsites, 43);
+	cr_assert_eq(rep->nunaligned, 0, "%zu unaligned: %s", rep->nunaligned, rep->misalign);
+	/* batch 8 numbering: 0 conv1 activation, 1..40 statics, 41 bn, 42 conv2 */
+	cr_assert_eq(bf_site_kind(m, 41), 'l');
+	cr_assert_eq(bf_predict_site(m, 41, 16), 16 * MiB);
+	cr_assert_eq(bf_site_kind(m, 5), 'c');
+	bf_model_free(m);
+	for (int i = 0; i < 2; i++) {
+		bf_free(t[i]);
+		unlink(p[i]);
+	}
+}
+
+/* A free written before "step 1" at the very time the range starts (as a
+ * synthesised trace's fitted times can place it) belongs to the warm-up. */
+Test(batch_fit, steady_state_free_at_the_cut_is_dropped)
+{
+	char p[64], q[64], err[512];
+	th_tmpname(p, sizeof p, "batch_fit_tie_in");
+	th_tmpname(q, sizeof q, "batch_fit_tie_out");
+	const char *text =
+		"gpumemsim-trace 1\n"
+		"L batch=8\n"
+		"S 0 step 0\n"
+		"S 1 step 1\n"
+		"a 1000 0x1000 4194304 - 3 0 0 -\n"
+		"r +10 +100 0 0\n"
+		"a +10 0x2000 104857600 - 3 0 0 -\n"
+		"f +90 0x2000 104857600 - 3 0 0 -\n"
+		"r +0 +100 1 0\n"
+		"a +10 0x3000 8388608 - 3 0 0 -\n"
+		"f +10 0x3000 8388608 - 3 0 0 -\n";
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	struct bf_trace *t = load(p);
+	cr_assert_eq(bf_write_from_range(t, "step 1", q, err, sizeof err), 0, "%s", err);
+	bf_free(t);
+	struct bf_trace *s = load(q);
+	struct bf_live l;
+	cr_assert_eq(bf_live_at(s, 0, &l), 0);
+	cr_assert_eq(l.total, 4 * MiB + 8 * MiB, "%llu", (unsigned long long)l.total);
+	bf_free(s);
+	unlink(p);
+	unlink(q);
 }

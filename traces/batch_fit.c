@@ -640,32 +640,25 @@ static int ev_compat(const struct bf_trace *A, size_t ea, const struct bf_trace 
 
 #define DP_MAX_CELLS (512ull * 1024 * 1024) /* 2 bits each: 128 MiB */
 
-/* Map A's events to B's: identity when they match position by position,
- * else a longest common subsequence of compatible events (when small
- * enough), heaviest by ev_compat's weights. MAP[e] = B's event or NO_IDX. */
-static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t *map)
+/* Is event E of T a module global's (device static) allocation or free? */
+static int ev_static(const struct bf_trace *T, size_t e)
+{
+	size_t s = T->ev[e].site;
+	return s != NO_IDX && is_static_kind(T->rec[T->alloc_rec[s]].u.mem.kind);
+}
+
+/* Heaviest common subsequence (ev_compat's weights) of A's events IA[0..N)
+ * and B's events IB[0..MM): MAP[IA[i]] = IB[j] for the pairs. -1 when out
+ * of memory. Too large for the table: the common prefix only. */
+static int lcs_events(const struct bf_trace *A, const size_t *ia, size_t n,
+		      const struct bf_trace *B, const size_t *ib, size_t mm, size_t *map)
 {
 	const char *why;
-	size_t e = 0;
-	if (A->nev == B->nev) {
-		for (; e < A->nev; e++)
-			if (!ev_match(A, e, B, e, 0, SIZE_MAX, &why))
-				break;
-		if (e == A->nev) {
-			for (size_t i = 0; i < A->nev; i++)
-				map[i] = i;
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < A->nev; i++)
-		map[i] = NO_IDX;
-	size_t n = A->nev, mm = B->nev;
 	if (n == 0 || mm == 0)
 		return 0;
 	if ((double)n * (double)mm > DP_MAX_CELLS) {
-		/* too large for the table: the common prefix only */
-		for (e = 0; e < n && e < mm && ev_match(A, e, B, e, 0, SIZE_MAX, &why); e++)
-			map[e] = e;
+		for (size_t e = 0; e < n && e < mm && ev_match(A, ia[e], B, ib[e], 0, SIZE_MAX, &why); e++)
+			map[ia[e]] = ib[e];
 		return 0;
 	}
 	uint8_t *dir = calloc((n * mm + 3) / 4, 1);
@@ -681,7 +674,7 @@ static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t
 		for (size_t j = 1; j <= mm; j++) {
 			uint8_t d;
 			uint32_t v;
-			int wgt = ev_compat(A, i - 1, B, j - 1);
+			int wgt = ev_compat(A, ia[i - 1], B, ib[j - 1]);
 			uint32_t best = prev[j] >= cur[j - 1] ? prev[j] : cur[j - 1];
 			if (wgt && prev[j - 1] + (uint32_t)wgt >= best) {
 				v = prev[j - 1] + (uint32_t)wgt;
@@ -705,7 +698,7 @@ static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t
 		size_t at = (i - 1) * mm + (j - 1);
 		uint8_t d = (dir[at / 4] >> (2 * (at % 4))) & 3;
 		if (d == 0) {
-			map[i - 1] = j - 1;
+			map[ia[i - 1]] = ib[j - 1];
 			i--;
 			j--;
 		} else if (d == 1) {
@@ -718,6 +711,53 @@ static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t
 	free(prev);
 	free(cur);
 	return 0;
+}
+
+/* Map A's events to B's: identity when they match position by position,
+ * else a heaviest common subsequence of compatible events. Module globals
+ * (device static) are aligned as a sequence of their own: they are made
+ * when a module is loaded lazily, at the first launch of one of its
+ * kernels, i.e. wherever the algorithms this batch size chose first need
+ * it; aligned in line with the rest, hundreds of them made in another
+ * layer at one batch size would outweigh (and unalign) the few activations
+ * between the two places. MAP[e] = B's event or NO_IDX. */
+static int align_pair(const struct bf_trace *A, const struct bf_trace *B, size_t *map)
+{
+	const char *why;
+	size_t e = 0;
+	int ret = -1;
+	if (A->nev == B->nev) {
+		for (; e < A->nev; e++)
+			if (!ev_match(A, e, B, e, 0, SIZE_MAX, &why))
+				break;
+		if (e == A->nev) {
+			for (size_t i = 0; i < A->nev; i++)
+				map[i] = i;
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < A->nev; i++)
+		map[i] = NO_IDX;
+	size_t *ia = malloc((A->nev ? A->nev : 1) * sizeof *ia);
+	size_t *ib = malloc((B->nev ? B->nev : 1) * sizeof *ib);
+	if (!ia || !ib)
+		goto out;
+	for (int st = 0; st < 2; st++) {
+		size_t n = 0, mm = 0;
+		for (size_t i = 0; i < A->nev; i++)
+			if (ev_static(A, i) == st)
+				ia[n++] = i;
+		for (size_t j = 0; j < B->nev; j++)
+			if (ev_static(B, j) == st)
+				ib[mm++] = j;
+		if (lcs_events(A, ia, n, B, ib, mm, map) < 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	free(ia);
+	free(ib);
+	return ret;
 }
 
 /* Align every capture with the first; canonical events and sites are the
@@ -1120,24 +1160,50 @@ static double ws_curve(const double *x, const double *y, size_t n, double xb, do
 	return trend <= limit ? trend : y[hi];
 }
 
+/*
+ * A per-call workspace's size at XB from its sizes Y at batches X (N
+ * points, X ascending). Each size is the need of the algorithm chosen at
+ * that batch, a step function of the batch: between two captures the line
+ * through them (nothing better is known: mapping the kernels launched to
+ * an algorithm did not help, docs/whatif.md); outside the captures the
+ * nearest capture's algorithm is assumed to stay and its need to grow in
+ * proportion to the batch (bytes per sample), within LIMIT. Measured on the
+ * CNN and torch captures this beats keeping the nearest size (the steady
+ * step's workspace at batch 8 is about a quarter of batch 32's).
+ */
+static double ws_percall(const double *x, const double *y, size_t n, double xb, double limit)
+{
+	if (xb < x[0])
+		return y[0] * xb / x[0];
+	if (xb > x[n - 1]) {
+		double r = y[n - 1] * xb / x[n - 1];
+		return r < limit ? r : (y[n - 1] > limit ? y[n - 1] : limit);
+	}
+	return ws_curve(x, y, n, xb, -1);
+}
+
 static uint64_t predict_canon(const struct bf_model *m, size_t c, uint64_t batch)
 {
 	const struct bf_site_fit *f = &m->fit[c];
-	double v;
+	double v, x[64], y[64];
+	size_t n = m->n < 64 ? m->n : 64;
 	if (f->kind == 'c')
 		return m->sizes[0][c];
-	if (f->kind == 'l')
-		v = f->a + f->b * (double)batch;
-	else if (f->search) {
-		double x[64], y[64];
-		size_t n = m->n < 64 ? m->n : 64;
-		for (size_t k = 0; k < n; k++) {
-			x[k] = (double)m->sorted[k]->batch;
-			y[k] = (double)m->sizes[k][c];
-		}
+	for (size_t k = 0; k < n; k++) {
+		x[k] = (double)m->sorted[k]->batch;
+		y[k] = (double)m->sizes[k][c];
+	}
+	v = f->a + f->b * (double)batch;
+	/* a search workspace on a line is still bounded by the search limit:
+	 * past it the candidate that made the line is not tried */
+	if (f->kind == 'l' && !(f->search && v > m->search_limit))
+		;
+	else if (f->search)
 		v = ws_curve(x, y, n, (double)batch, m->search_limit);
-	} else
-		v = interp_sizes(m, c, (double)batch, f->ws);
+	else if (f->ws)
+		v = ws_percall(x, y, n, (double)batch, m->search_limit);
+	else
+		v = interp_sizes(m, c, (double)batch, 0);
 	if (!(v >= 1))
 		v = 1;
 	uint64_t u = (uint64_t)llround(v);
@@ -1201,7 +1267,9 @@ static int synth_times(const struct bf_model *m, const struct bf_trace *T, uint6
 	/* memory events */
 	for (size_t e = 0; e < T->nev; e++) {
 		size_t c = canon_event(m, T, e);
-		if (c == NO_IDX)
+		/* module globals are made where a module happens to load: no
+		 * anchor for the timeline */
+		if (c == NO_IDX || ev_static(T, e))
 			continue;
 		for (size_t k = 0; k < n; k++) {
 			const struct bf_trace *B = m->sorted[k];
@@ -1503,13 +1571,15 @@ static size_t pair_unaligned(const struct bf_model *m, size_t kt, size_t s, uint
 	if (e == NO_IDX)
 		return 0;
 	size_t cp = NO_IDX, cn = NO_IDX;
+	/* gaps are bounded by aligned events in order (not module globals,
+	 * aligned apart from the rest) */
 	for (size_t i = e; i-- > 0;)
-		if (m->rev_ev[kt][i] != NO_IDX) {
+		if (m->rev_ev[kt][i] != NO_IDX && !ev_static(T, i)) {
 			cp = m->rev_ev[kt][i];
 			break;
 		}
 	for (size_t i = e + 1; i < T->nev; i++)
-		if (m->rev_ev[kt][i] != NO_IDX) {
+		if (m->rev_ev[kt][i] != NO_IDX && !ev_static(T, i)) {
 			cn = m->rev_ev[kt][i];
 			break;
 		}
@@ -1561,8 +1631,18 @@ static uint64_t predict_paired(const struct bf_model *m, const uint64_t *sz, uin
 	}
 	if (!np)
 		return dflt;
-	/* only the warm-up step's search workspaces follow the trend rule */
-	double v = ws_curve(x, y, np, (double)batch, search ? m->search_limit : -1);
+	/* only the warm-up step's search workspaces follow the trend rule;
+	 * a per-call one grows per sample only outside the fitted range (a
+	 * counterpart missing at some captures inside it says the algorithm
+	 * changed there: the line between the ones that exist) */
+	int outside = batch < m->rep.lo_batch || batch > m->rep.hi_batch;
+	double v;
+	if (search)
+		v = ws_curve(x, y, np, (double)batch, m->search_limit);
+	else if (outside)
+		v = ws_percall(x, y, np, (double)batch, m->search_limit);
+	else
+		v = ws_curve(x, y, np, (double)batch, -1);
 	uint64_t u = (uint64_t)llround(v > 1 ? v : 1);
 	if (!g)
 		g = 1;
@@ -1726,11 +1806,13 @@ int bf_write_from_range(const struct bf_trace *t, const char *range, const char 
 	uint32_t *sid = NULL;
 	uint8_t *drop = NULL;
 	uint64_t cut = 0;
+	size_t cut_rec = 0;
 	int found = 0, ret = -1;
 
 	for (size_t i = 0; i < t->nrec && !found; i++)
 		if (t->rec[i].type == TREC_RANGE && streq_null(tstr(t, t->rec[i].u.range.name), range)) {
 			cut = t->rec[i].start;
+			cut_rec = i;
 			found = 1;
 		}
 	if (!found) {
@@ -1748,17 +1830,22 @@ int bf_write_from_range(const struct bf_trace *t, const char *range, const char 
 		sid[i] = TRACE_NO_STRING;
 	/* what was allocated and freed before the cut never meets the steady
 	 * state: drop both records; what is live across the cut (weights,
-	 * optimizer state) stays, allocated where it was */
+	 * optimizer state) stays, allocated where it was. "Before" is by time,
+	 * then by record order: a synthesised trace can place a free at the
+	 * very time the range starts (its times are fitted, then kept
+	 * monotone), and written before the range it still belongs before */
+#define BEFORE_CUT(i) (t->rec[(i)].start < cut || (t->rec[(i)].start == cut && (i) < cut_rec))
 	for (size_t s = 0; s < t->nalloc; s++) {
 		size_t fr = t->alloc_free_rec[s];
-		if (fr != NO_IDX && t->rec[fr].start < cut) {
+		if (fr != NO_IDX && BEFORE_CUT(fr)) {
 			drop[t->alloc_rec[s]] = 1;
 			drop[fr] = 1;
 		}
 	}
 	for (size_t i = 0; i < t->nrec; i++)
-		if (t->rec[i].type == TREC_FREE && t->free_site[i] == NO_IDX && t->rec[i].start < cut)
+		if (t->rec[i].type == TREC_FREE && t->free_site[i] == NO_IDX && BEFORE_CUT(i))
 			drop[i] = 1;
+#undef BEFORE_CUT
 	w = trace_writer_open(path, TRACE_W_ATOMIC, err, errlen);
 	if (!w)
 		goto out;
