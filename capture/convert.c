@@ -340,3 +340,28 @@ void cap_conv_free(struct cap_conv *c)
 	free(c->ret);
 	free(c);
 }
+
+/* See convert.h. */
+int cap_record_parse(const char *list, unsigned *bits)
+{
+	static const struct { const char *name; unsigned bit; } kinds[] = {
+		{"kernels", CAP_REC_KERNELS}, {"memory", CAP_REC_MEMORY}, {"copies", CAP_REC_COPIES},
+		{"syncs", CAP_REC_SYNCS}, {"nvtx", CAP_REC_NVTX}, {"all", CAP_REC_ALL}};
+	const size_t nkinds = sizeof(kinds) / sizeof(kinds[0]);
+	unsigned b = 0;
+	if (!list || !*list)
+		return -1;
+	while (*list) {
+		size_t l = strcspn(list, ",");
+		size_t k;
+		for (k = 0; k < nkinds; k++)
+			if (strlen(kinds[k].name) == l && !strncmp(kinds[k].name, list, l))
+				break;
+		if (k == nkinds)
+			return -1;
+		b |= kinds[k].bit;
+		list += l + (list[l] == ',');
+	}
+	*bits = b;
+	return 0;
+}

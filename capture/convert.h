@@ -54,6 +54,18 @@ struct cap_stats {
 
 struct cap_conv;
 
+/* What a capture records (GPUMEMSIM_CAPTURE_RECORD, `capture --record`). */
+enum {
+	CAP_REC_KERNELS = 1, CAP_REC_MEMORY = 2, CAP_REC_COPIES = 4, CAP_REC_SYNCS = 8,
+	CAP_REC_NVTX = 16, CAP_REC_ALL = 31
+};
+
+/* Parse a comma-separated list of kernels, memory, copies, syncs, nvtx,
+ * all into CAP_REC_* bits. Returns 0, or -1 for an empty list or an
+ * unknown kind. Shared by the launcher (which refuses a bad list) and the
+ * library (which then records everything). */
+int cap_record_parse(const char *list, unsigned *bits);
+
 /* A converter writing to SINK (copied). NULL when out of memory. */
 struct cap_conv *cap_conv_new(const struct cap_sink *sink);
 

@@ -67,6 +67,14 @@ static char cap_path[4096];
 static char cap_report[4096];
 static pid_t cap_pid;
 static int cap_links_on = 1;
+/* How host API calls are timed (GPUMEMSIM_CAPTURE_API). CALLBACKS: only the
+ * calls the trace keeps (cap_api_name) get a callback, which reads CUPTI's
+ * clock on entry and exit; the program's other calls (cudaGetDevice, stream
+ * queries: about ten per PyTorch op) cost nothing. ACTIVITY: CUPTI's RUNTIME
+ * and DRIVER activity kinds, which record every call of the process and
+ * slow each one down; kept to compare against. OFF: no API records. */
+enum cap_api_mode { CAP_API_OFF, CAP_API_CALLBACKS, CAP_API_ACTIVITY };
+static enum cap_api_mode cap_api_mode = CAP_API_CALLBACKS;
 static unsigned cap_flush_ms = 500, cap_lag_ms = 2000;
 static int cap_verbose;
 static CUpti_SubscriberHandle cap_subscriber;
@@ -709,6 +717,12 @@ out:
 /* Links found at launches wait here (under cap_live_lock, which the scan
  * holds anyway) until the writer moves them into the converter before it
  * emits: a launch never waits for the writer's compression. */
+/* API records timed in callbacks, staged under cap_live_lock until the
+ * writer moves them into the converter (which needs cap_lock: a program
+ * thread must never wait while the writer converts a buffer). */
+static struct cap_rec *cap_api_stage;
+static size_t cap_napi, cap_capapi;
+
 struct cap_staged { uint64_t corr; uint32_t off, n; };
 static struct cap_staged *cap_stage;
 static size_t cap_nstage, cap_capstage;
@@ -759,6 +773,53 @@ static void cap_stage_drain(void)
 			atomic_fetch_add(&cap_oom, 1);
 	free(st);
 	free(sl);
+
+	pthread_mutex_lock(&cap_live_lock);
+	struct cap_rec *api = cap_api_stage;
+	size_t napi = cap_napi;
+	cap_api_stage = NULL;
+	cap_napi = cap_capapi = 0;
+	pthread_mutex_unlock(&cap_live_lock);
+	for (size_t i = 0; cap_conv && i < napi; i++)
+		cap_push(&api[i]);
+	free(api);
+}
+
+/* Time one kept API call (CAP_API_CALLBACKS): CUPTI's clock on entry,
+ * stored in the call's correlationData, and on exit, when the record is
+ * staged. Called after the entry work and before the exit work of the
+ * link callbacks, so their scanning is not counted as the call's time. */
+static void cap_api_time(const CUpti_CallbackData *cb, int enter, const char *name)
+{
+	if (cap_api_mode != CAP_API_CALLBACKS || !name || !cb->correlationData)
+		return;
+	uint64_t now = 0;
+	cuptiGetTimestamp(&now);
+	if (enter) {
+		*cb->correlationData = now;
+		return;
+	}
+	struct cap_rec r;
+	memset(&r, 0, sizeof(r));
+	r.rec.type = TREC_API;
+	r.rec.start = *cb->correlationData ? *cb->correlationData : now;
+	r.rec.end = now;
+	r.rec.u.api.corr = cb->correlationId;
+	r.name = name;
+	pthread_mutex_lock(&cap_live_lock);
+	if (cap_napi == cap_capapi) {
+		size_t c = cap_capapi ? cap_capapi * 2 : 4096;
+		struct cap_rec *nv = realloc(cap_api_stage, c * sizeof(*nv));
+		if (!nv) {
+			pthread_mutex_unlock(&cap_live_lock);
+			atomic_fetch_add(&cap_oom, 1);
+			return;
+		}
+		cap_api_stage = nv;
+		cap_capapi = c;
+	}
+	cap_api_stage[cap_napi++] = r;
+	pthread_mutex_unlock(&cap_live_lock);
 }
 
 /* Scan a launch's parameters for pointers into live allocations. */
@@ -837,6 +898,11 @@ static int cap_ok(const CUpti_CallbackData *cb, int runtime)
 		}                                                               \
 	} while (0)
 
+static void cap_runtime_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter);
+static void cap_driver_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter);
+
+/* Only the outermost of nested runtime calls is timed and scanned: an
+ * inner call belongs to the outer one's record. */
 static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
 	int enter = cb->callbackSite == CUPTI_API_ENTER;
@@ -846,8 +912,18 @@ static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 		return;
 	}
 	cap_in_runtime += enter ? 1 : -1;
-	if (!cap_links_on || (enter ? cap_in_runtime : cap_in_runtime + 1) != 1)
+	if ((enter ? cap_in_runtime : cap_in_runtime + 1) != 1)
 		return;
+	if (!enter)
+		cap_api_time(cb, 0, id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
+	if (cap_links_on)
+		cap_runtime_links(id, cb, enter);
+	if (enter)
+		cap_api_time(cb, 1, id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
+}
+
+static void cap_runtime_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter)
+{
 	switch (id) {
 	case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
 		CAP_ON_ALLOC(cudaMalloc_v3020_params, devPtr, size, 1);
@@ -884,11 +960,23 @@ static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	}
 }
 
+/* A driver call made inside a runtime call the trace keeps is that
+ * call's work (cudaMalloc's cuMemAlloc): neither timed nor scanned again. */
 static void cap_driver_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
 	int enter = cb->callbackSite == CUPTI_API_ENTER;
-	if (!cap_links_on || cap_in_runtime)
+	if (cap_in_runtime)
 		return;
+	if (!enter)
+		cap_api_time(cb, 0, id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
+	if (cap_links_on)
+		cap_driver_links(id, cb, enter);
+	if (enter)
+		cap_api_time(cb, 1, id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
+}
+
+static void cap_driver_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter)
+{
 	switch (id) {
 	case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
 		CAP_ON_ALLOC(cuMemAlloc_v2_params, dptr, bytesize, 0);
@@ -1139,6 +1227,35 @@ static unsigned cap_env_uint(const char *name, unsigned def, unsigned lo, unsign
 	return (unsigned)v;
 }
 
+/* GPUMEMSIM_CAPTURE_RECORD: everything when unset (or bad: the launcher
+ * refuses a bad list; a hand-set one must not stop the capture). */
+static unsigned cap_env_record(void)
+{
+	const char *s = getenv("GPUMEMSIM_CAPTURE_RECORD");
+	unsigned bits = CAP_REC_ALL;
+	if (s && *s && cap_record_parse(s, &bits) < 0) {
+		fprintf(stderr, "gpumemsim capture: GPUMEMSIM_CAPTURE_RECORD=%s: unknown kind; "
+				"recording everything\n", s);
+		bits = CAP_REC_ALL;
+	}
+	return bits;
+}
+
+/* GPUMEMSIM_CAPTURE_API: callbacks (default), activity or off. */
+static enum cap_api_mode cap_env_api_mode(void)
+{
+	const char *s = getenv("GPUMEMSIM_CAPTURE_API");
+	if (!s || !*s || !strcmp(s, "callbacks"))
+		return CAP_API_CALLBACKS;
+	if (!strcmp(s, "activity"))
+		return CAP_API_ACTIVITY;
+	if (!strcmp(s, "off"))
+		return CAP_API_OFF;
+	fprintf(stderr, "gpumemsim capture: GPUMEMSIM_CAPTURE_API=%s is not callbacks, activity "
+			"or off; using callbacks\n", s);
+	return CAP_API_CALLBACKS;
+}
+
 /* "cudaMalloc_v3020" -> "cudaMalloc", "cuStreamSynchronize_ptsz" -> "cuStreamSynchronize". */
 static const char *cap_api_name(CUpti_CallbackDomain dom, uint32_t cbid)
 {
@@ -1217,6 +1334,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	cap_flush_ms = cap_env_uint("GPUMEMSIM_CAPTURE_FLUSH_MS", 500, 10, 60000);
 	cap_lag_ms = cap_env_uint("GPUMEMSIM_CAPTURE_LAG_MS", 2000, 0, 600000);
 	cap_verbose = cap_env_uint("GPUMEMSIM_CAPTURE_VERBOSE", 0, 0, 1);
+	cap_api_mode = cap_env_api_mode();
 	const char *rep = getenv("GPUMEMSIM_CAPTURE_REPORT");
 	if (rep)
 		snprintf(cap_report, sizeof(cap_report), "%s", rep);
@@ -1253,16 +1371,33 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	if (r != CUPTI_SUCCESS)
 		goto cupti_fail;
 	cuptiActivityEnableAllocationSource(1);
-	if (cap_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels") < 0 ||
-	    cap_enable(CUPTI_ACTIVITY_KIND_MEMORY2, "allocations") < 0)
+	unsigned rec = cap_env_record();
+	if (((rec & CAP_REC_KERNELS) &&
+	     cap_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels") < 0) ||
+	    ((rec & CAP_REC_MEMORY) && cap_enable(CUPTI_ACTIVITY_KIND_MEMORY2, "allocations") < 0))
 		goto fail;
-	cap_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "copies");
-	cap_enable(CUPTI_ACTIVITY_KIND_MEMSET, "memsets");
-	cap_enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronisations");
-	cap_enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL, "memory pools");
-	cap_enable(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API calls");
-	cap_enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls");
-	cap_enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
+	if (rec & CAP_REC_COPIES) {
+		cap_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "copies");
+		cap_enable(CUPTI_ACTIVITY_KIND_MEMSET, "memsets");
+	}
+	if (rec & CAP_REC_SYNCS)
+		cap_enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronisations");
+	if (rec & CAP_REC_MEMORY)
+		cap_enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL, "memory pools");
+	if (cap_api_mode == CAP_API_ACTIVITY) {
+		cap_enable(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API calls");
+		cap_enable(CUPTI_ACTIVITY_KIND_DRIVER, "driver API calls");
+	}
+	if (rec & CAP_REC_NVTX)
+		cap_enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
+	if (cap_api_mode == CAP_API_CALLBACKS) {
+		for (uint32_t i = 0; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)
+			if (cap_rt_names[i])
+				cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, i);
+		for (uint32_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
+			if (cap_drv_names[i])
+				cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, i);
+	}
 
 	cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 			    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);

@@ -1,26 +1,60 @@
 #!/bin/sh
 # overhead.sh: capture overhead on a PyTorch training step (run on the GPU
-# host after `make capture`). Times the median ResNet-50 training step with
-# the caching allocator, without capture, with capture, and with capture
-# --no-links, and prints each ratio to the uncaptured step.
-# usage: sh capture/overhead.sh [BUILD_DIR] [BATCH] [STEPS]
+# host after `make capture`, alone on the GPU). Times the median ResNet-50
+# training step (caching allocator on) without capture and under each
+# capture configuration, in REPEATS interleaved rounds (one run of every
+# configuration per round, so a slow period of the host hits all of them),
+# and prints each configuration's median over the rounds and its ratio to
+# the uncaptured median.
+#
+# usage: sh capture/overhead.sh [BUILD_DIR] [BATCH] [STEPS] [REPEATS]
+# CONFIGS (env): which captures, ';'-separated capture options, "plain" =
+# no capture. Default: plain; the default capture; --no-links; --api
+# activity (CUPTI records every API call, the old way); --api off
+# --no-links (kernels, memory, syncs, NVTX only); the same without kernels
+# (what recording kernels costs).
 B=${1:-build}
 BATCH=${2:-32}
 STEPS=${3:-20}
+REPEATS=${4:-3}
+CONFIGS=${CONFIGS:-"plain;default;--no-links;--api activity;--api off --no-links;--api off --no-links --record memory,syncs,nvtx"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=${PYTHON:-python3}
 T=${TMPDIR:-/tmp}/gpumemsim-overhead.$$
 mkdir -p "$T" || exit 1
-run() { # label, then the command; prints the median step time
-	ms=$("$@" 2>"$T/err" | awk '/^step_ms/ {print $2}')
-	if [ -z "$ms" ]; then echo "overhead: $1 failed:" >&2; cat "$T/err" >&2; exit 1; fi
-	echo "$ms"
-}
 ARGS="$HERE/tests/torch_steps.py --model resnet50 --batch $BATCH --steps $STEPS --warmup 5"
-base=$(run $PY $ARGS) || exit 1
-cap=$(run "$B/gpumemsim" capture -o "$T/full.trace.gz" -- $PY $ARGS) || exit 1
-nol=$(run "$B/gpumemsim" capture -o "$T/nolinks.trace.gz" --no-links -- $PY $ARGS) || exit 1
-echo "resnet50 batch $BATCH, median of $STEPS steps (ms): plain $base, capture $cap, capture --no-links $nol"
-awk -v b="$base" -v c="$cap" -v n="$nol" 'BEGIN {printf "overhead ratio: capture %.3f, capture --no-links %.3f\n", c / b, n / b}'
-ls -l "$T"/*.trace.gz
+
+one() { # config -> median step ms on stdout
+	case "$1" in
+	plain) $PY $ARGS 2>"$T/err" ;;
+	default) "$B/gpumemsim" capture -o "$T/t.trace.gz" -- $PY $ARGS 2>"$T/err" ;;
+	*) "$B/gpumemsim" capture -o "$T/t.trace.gz" $1 -- $PY $ARGS 2>"$T/err" ;;
+	esac | awk '/^step_ms/ {print $2}'
+}
+
+r=1
+while [ "$r" -le "$REPEATS" ]; do
+	echo "$CONFIGS" | tr ';' '\n' | while read -r c; do
+		ms=$(one "$c")
+		if [ -z "$ms" ]; then echo "overhead: '$c' failed:" >&2; cat "$T/err" >&2; exit 1; fi
+		printf '%s\t%s\t%s\n' "$r" "$c" "$ms" >>"$T/runs.tsv"
+	done || exit 1
+	r=$((r + 1))
+done
+echo "resnet50 batch $BATCH, median step of $STEPS (after 5 warm-up), $REPEATS interleaved rounds (ms):"
+awk -F'\t' '
+{ n[$2]++; v[$2, n[$2]] = $3; if (!($2 in seen)) { seen[$2] = 1; order[++k] = $2 } }
+function med(c,   i, j, t, a, m) {
+	m = n[c]; for (i = 1; i <= m; i++) a[i] = v[c, i]
+	for (i = 2; i <= m; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
+END {
+	base = med("plain")
+	for (i = 1; i <= k; i++) {
+		c = order[i]; runs = ""
+		for (j = 1; j <= n[c]; j++) runs = runs (j > 1 ? " " : "") v[c, j]
+		printf "%-28s median %8.3f  x%.3f  (runs: %s)\n", c, med(c), med(c) / base, runs
+	}
+}' "$T/runs.tsv"
 rm -rf "$T"

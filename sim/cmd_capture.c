@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../capture/convert.h"
 #include "cli.h"
 
 #define CAPTURE_LIB_NAME "libgpumemsim_capture.so"
@@ -32,7 +33,8 @@ static volatile sig_atomic_t capture_child_pid;
 static void capture_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: gpumemsim capture [-o FILE] [--label KEY=VALUE]... [--no-links] -- CMD [ARGS]\n"
+		"usage: gpumemsim capture [-o FILE] [--label KEY=VALUE]... [--no-links] [--api MODE]\n"
+		"                         [--record LIST] -- CMD [ARGS]\n"
 		"\n"
 		"Run CMD with the CUPTI capture library injected and write one trace per\n"
 		"process that uses CUDA: the first to FILE (default " CAPTURE_DEFAULT_OUT "),\n"
@@ -42,6 +44,11 @@ static void capture_usage(FILE *f)
 		"  -o FILE            trace to write (an existing FILE is replaced)\n"
 		"  --label KEY=VALUE  add a label to the trace header (repeatable)\n"
 		"  --no-links         do not record kernel-to-buffer links (less overhead)\n"
+		"  --api MODE         how host API calls are timed: callbacks (default: only the\n"
+		"                     calls the trace keeps), activity (CUPTI records every call:\n"
+		"                     slower), off (no API records, no step-time what-ifs)\n"
+		"  --record LIST      what to record, comma-separated: kernels, memory, copies,\n"
+		"                     syncs, nvtx, all (default all; fewer, less overhead)\n"
 		"\n"
 		"environment: GPUMEMSIM_CAPTURE_LIB  the library (default: " CAPTURE_LIB_NAME "\n"
 		"             next to the gpumemsim binary; build it with `make capture`)\n"
@@ -176,6 +183,7 @@ int cmd_capture(int argc, char **argv)
 	char *labels = NULL;
 	size_t labels_len = 0;
 	int links = 1, i, rc = 1, report_fd = -1;
+	const char *api = "callbacks", *record = "all";
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -216,6 +224,23 @@ int cmd_capture(int argc, char **argv)
 			labels[labels_len] = '\0';
 		} else if (!strcmp(a, "--no-links")) {
 			links = 0;
+		} else if (!strcmp(a, "--record")) {
+			record = ++i < argc ? argv[i] : "";
+			unsigned bits;
+			if (cap_record_parse(record, &bits) < 0) {
+				fprintf(stderr, "gpumemsim capture: --record wants a comma-separated list "
+						"of kernels, memory, copies, syncs, nvtx, all; got '%s'\n", record);
+				rc = EXIT_USAGE;
+				goto out;
+			}
+		} else if (!strcmp(a, "--api")) {
+			api = ++i < argc ? argv[i] : "";
+			if (strcmp(api, "callbacks") && strcmp(api, "activity") && strcmp(api, "off")) {
+				fprintf(stderr, "gpumemsim capture: --api wants callbacks, activity or off, "
+						"got '%s'\n", api);
+				rc = EXIT_USAGE;
+				goto out;
+			}
 		} else {
 			fprintf(stderr, "gpumemsim capture: unknown option '%s' (the program goes after --)\n", a);
 			capture_usage(stderr);
@@ -246,6 +271,8 @@ int cmd_capture(int argc, char **argv)
 	if (setenv("CUDA_INJECTION64_PATH", lib, 1) || setenv("NVTX_INJECTION64_PATH", lib, 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_OUT", out, 1) || setenv("GPUMEMSIM_CAPTURE_REPORT", report, 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_LINKS", links ? "1" : "0", 1) ||
+	    setenv("GPUMEMSIM_CAPTURE_API", api, 1) ||
+	    setenv("GPUMEMSIM_CAPTURE_RECORD", record, 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_LABELS", labels ? labels : "", 1)) {
 		fprintf(stderr, "gpumemsim capture: cannot set the environment: %s\n", strerror(errno));
 		goto out;

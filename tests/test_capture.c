@@ -381,7 +381,8 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	th_tmpname(envf, sizeof envf, "capture_env");
 	snprintf(cmd, sizeof(cmd),
 		 "cd /tmp && GPUMEMSIM_CAPTURE_LIB=%s %s capture -o rel_out.trace.gz --label batch=64 "
-		 "--label model=resnet50 --no-links -- sh -c 'env > %s; exit 3' 2>/dev/null",
+		 "--label model=resnet50 --no-links --api activity --record memory,kernels "
+		 "-- sh -c 'env > %s; exit 3' 2>/dev/null",
 		 lib, bin(), envf);
 	cr_assert_eq(sh(cmd), 3, "exit status passed through");
 	const char *env = slurp(envf);
@@ -392,6 +393,8 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	cr_assert(strstr(env, want), "%s", env);
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_OUT=/tmp/rel_out.trace.gz\n"), "absolute: %s", env);
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LINKS=0\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_API=activity\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_RECORD=memory,kernels\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LABELS=batch=64\nmodel=resnet50\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_REPORT=/tmp/gpumemsim-capture-"));
 	unlink(envf);
@@ -405,9 +408,9 @@ Test(capture_launcher, links_default_on_and_output_untouched)
 	th_tmpname(outf, sizeof outf, "capture_out");
 	snprintf(cmd, sizeof(cmd),
 		 "GPUMEMSIM_CAPTURE_LIB=%s %s capture -o /tmp/x.trace -- sh -c "
-		 "'echo out; echo $GPUMEMSIM_CAPTURE_LINKS' > %s 2>/dev/null", lib, bin(), outf);
+		 "'echo out; echo $GPUMEMSIM_CAPTURE_LINKS $GPUMEMSIM_CAPTURE_API' > %s 2>/dev/null", lib, bin(), outf);
 	cr_assert_eq(sh(cmd), 0);
-	cr_assert_str_eq(slurp(outf), "out\n1\n", "the program's stdout only");
+	cr_assert_str_eq(slurp(outf), "out\n1 callbacks\n", "the program's stdout only");
 	unlink(outf);
 	unlink(lib);
 }
@@ -422,6 +425,10 @@ Test(capture_launcher, usage_and_failures)
 		{"--label nokey -- true", 2},
 		{"--label 'a b=c' -- true", 2},
 		{"--bogus -- true", 2},
+		{"--api sometimes -- true", 2},
+		{"--api", 2},
+		{"--record kernels,bogus -- true", 2},
+		{"--record '' -- true", 2},
 		{"-o", 2},
 		{"-o /nonexistent-dir/x.trace -- true", 1},
 		{"-- /nonexistent-program", 127},
@@ -566,4 +573,22 @@ Test(capture_launcher, lists_every_trace_last_report_line_wins)
 	cr_assert_null(strstr(err, "no trace written"), "%s", err);
 	unlink(errf);
 	unlink(lib);
+}
+
+Test(capture_convert, record_list_parse)
+{
+	unsigned bits = 0;
+	cr_assert_eq(cap_record_parse("kernels,memory", &bits), 0);
+	cr_assert_eq(bits, CAP_REC_KERNELS | CAP_REC_MEMORY);
+	cr_assert_eq(cap_record_parse("nvtx", &bits), 0);
+	cr_assert_eq(bits, CAP_REC_NVTX);
+	cr_assert_eq(cap_record_parse("all", &bits), 0);
+	cr_assert_eq(bits, CAP_REC_ALL);
+	cr_assert_eq(cap_record_parse("syncs,copies,", &bits), 0, "a trailing comma is harmless");
+	cr_assert_eq(bits, CAP_REC_SYNCS | CAP_REC_COPIES);
+	bits = 77;
+	cr_assert_eq(cap_record_parse("", &bits), -1);
+	cr_assert_eq(cap_record_parse("kernel", &bits), -1, "no prefixes");
+	cr_assert_eq(cap_record_parse("kernels,,memory", &bits), -1);
+	cr_assert_eq(bits, 77, "untouched on error");
 }

@@ -212,6 +212,74 @@ Test(capture_cupti, api_records_filtered_by_name)
 	cr_assert_eq(sink.recs[0].end, 90);
 }
 
+/* One API call through the callbacks as CUPTI makes them: entry, exit. */
+static void api_call(CUpti_CallbackDomain dom, CUpti_CallbackId id, uint32_t corr,
+		     uint64_t *slot, void (*inner)(void))
+{
+	CUpti_CallbackData cb;
+	memset(&cb, 0, sizeof(cb));
+	cb.correlationId = corr;
+	cb.correlationData = slot;
+	cb.callbackSite = CUPTI_API_ENTER;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+		cap_runtime_cb(id, &cb);
+	else
+		cap_driver_cb(id, &cb);
+	if (inner)
+		inner();
+	cb.callbackSite = CUPTI_API_EXIT;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+		cap_runtime_cb(id, &cb);
+	else
+		cap_driver_cb(id, &cb);
+}
+
+static void nested_cuMemAlloc(void)
+{
+	uint64_t slot = 0;
+	api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 301, &slot, NULL);
+}
+
+/* GPUMEMSIM_CAPTURE_API=callbacks: kept calls timed in our callbacks; a
+ * driver call inside a kept runtime call is part of it, not a record. */
+Test(capture_cupti, api_timed_in_callbacks)
+{
+	uint64_t s1 = 0, s2 = 0, s3 = 0;
+	cap_api_mode = CAP_API_CALLBACKS;
+	cap_links_on = 0;
+	cap_rt_names[CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020] = "cudaMalloc";
+	cap_drv_names[CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2] = "cuMemAlloc";
+	cap_drv_names[CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel] = "cuLaunchKernel";
+	api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 300, &s1,
+		 nested_cuMemAlloc);
+	api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 302, &s2, NULL);
+	/* a call whose name the trace does not keep */
+	api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 303, &s3,
+		 NULL);
+	cr_assert_eq(cap_in_runtime, 0, "nesting balanced");
+	cap_stage_drain();
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 2, "cudaMalloc and cuLaunchKernel only, got %d", sink.n);
+	uint64_t corr[2] = {sink.recs[0].u.api.corr, sink.recs[1].u.api.corr};
+	int malloc_first = corr[0] == 300;
+	const struct trace_rec *m = &sink.recs[malloc_first ? 0 : 1];
+	const struct trace_rec *l = &sink.recs[malloc_first ? 1 : 0];
+	cr_assert_eq(m->type, TREC_API);
+	cr_assert_str_eq(sink.strs[m->u.api.name], "cudaMalloc");
+	cr_assert_eq(m->u.api.corr, 300);
+	cr_assert_str_eq(sink.strs[l->u.api.name], "cuLaunchKernel");
+	cr_assert_eq(l->u.api.corr, 302);
+	cr_assert_leq(m->start, m->end);
+	cr_assert_leq(l->start, l->end);
+	cap_api_mode = CAP_API_ACTIVITY;
+	api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 304, &s2, NULL);
+	cap_stage_drain();
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 2, "activity mode: no records from callbacks");
+	cap_api_mode = CAP_API_CALLBACKS;
+	cap_links_on = 1;
+}
+
 static void marker(uint32_t flags, uint32_t id, uint32_t thread, uint64_t t, const char *name)
 {
 	CUpti_ActivityMarker2 m;
