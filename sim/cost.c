@@ -43,6 +43,19 @@ enum cost_api cost_api_kind(const char *name)
 	return COST_API_OTHER;
 }
 
+int cost_api_is_async(const char *name)
+{
+	static const char *const async[] = {
+		"cudaMallocAsync", "cudaFreeAsync", "cudaMallocFromPoolAsync",
+		"cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocFromPoolAsync", NULL};
+	if (!name || name[0] != 'c')
+		return 0;
+	for (int i = 0; async[i]; i++)
+		if (!strcmp(name, async[i]))
+			return 1;
+	return 0;
+}
+
 void cost_defaults(struct cost_model *m)
 {
 	memset(m, 0, sizeof *m);
@@ -171,6 +184,12 @@ int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const ch
 		return 0;
 	case TREC_API: {
 		enum cost_api k = cost_api_kind(name);
+		if (k == COST_API_MEM && cost_api_is_async(name)) {
+			/* mostly pool hits (a growth is the odd slow one the
+			 * median ignores); a stream-ordered free never waits */
+			uint64_t ns = rec->end > rec->start ? rec->end - rec->start : 0;
+			return push(&f->hit, &f->nhit, &f->caphit, 0, ns);
+		}
 		if (k != COST_API_MALLOC && k != COST_API_FREE)
 			return 0;
 		f->pend_kind = k;
@@ -283,8 +302,13 @@ void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
 	fit_curve(f->fre, f->nfre, &m->free_c);
 	m->n_malloc = f->nmal;
 	m->n_free = f->nfre;
+	if (f->nhit >= MIN_SAMPLES) {
+		m->hit_ns = median_ns(f->hit, f->nhit);
+		m->n_hit = f->nhit;
+	}
 	free(f->mal);
 	free(f->fre);
+	free(f->hit);
 	memset(f, 0, sizeof *f);
 }
 
@@ -322,6 +346,7 @@ int cost_fit_trace(const char *path, const char *knobs, struct cost_model *m,
 out:
 	free(f.mal);
 	free(f.fre);
+	free(f.hit);
 	if (rd)
 		trace_reader_close(rd);
 	return ret;

@@ -11,9 +11,11 @@
  * constant plus a per-MiB term).
  *
  * The model is fitted from a trace's 'p' records (cudaMalloc/cudaFree host
- * API times paired with the 'a'/'f' record inside them by correlation id),
- * with median-based estimates so a few outliers do not move it; traces
- * without API records get the documented H200 defaults. Knobs override
+ * API times paired with the 'a'/'f' record inside them by correlation id;
+ * the hit cost from the stream-ordered calls, cudaMallocAsync/cudaFreeAsync,
+ * which a caching pool serves without the driver), with median-based
+ * estimates so a few outliers do not move it; traces without API records
+ * get the documented H200 defaults. Knobs override
  * either ("malloc_us=10,free_sync=0").
  */
 #ifndef SIM_COST_H
@@ -56,6 +58,7 @@ struct cost_model {
 	int scale_calls;
 	/* provenance: how many API samples the fit used (0 = defaults) */
 	uint64_t n_malloc, n_free;
+	uint64_t n_hit;               /* stream-ordered alloc/free calls behind hit_ns */
 };
 
 /* Which memory API a 'p' record's name is: the engine replaces the
@@ -69,6 +72,12 @@ enum cost_api {
 
 /* The kind of API NAME (NULL = other). */
 enum cost_api cost_api_kind(const char *name);
+
+/* 1 when NAME is a stream-ordered allocation or free (cudaMallocAsync,
+ * cudaFreeAsync, cudaMallocFromPoolAsync and their driver forms): calls a
+ * pool with memory cached serves without the driver, the "hit" of CUDA's
+ * own caching allocator. Such calls are also COST_API_MEM. */
+int cost_api_is_async(const char *name);
 
 /* The H200 defaults (fitted from capture/tests/data/resnet18-nocache). */
 void cost_defaults(struct cost_model *m);
@@ -95,8 +104,8 @@ struct cost_sample { uint64_t bytes, ns; };
 
 /* Streaming fit: feed every record in file order, then finish. */
 struct cost_fitter {
-	struct cost_sample *mal, *fre;
-	size_t nmal, nfre, capmal, capfre;
+	struct cost_sample *mal, *fre, *hit;
+	size_t nmal, nfre, nhit, capmal, capfre, caphit;
 	uint64_t gpu_busy;            /* latest end of GPU work started so far */
 	/* the open cudaMalloc/cudaFree call waiting for its 'a'/'f' record */
 	int pend_kind;                /* COST_API_MALLOC/FREE or 0 */
@@ -107,7 +116,8 @@ void cost_fitter_init(struct cost_fitter *f);
 /* NAME: the API's name for a TREC_API record (ignored otherwise). -1 on OOM. */
 int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const char *name);
 /* Fit into M (starting from the defaults: a curve with too few samples
- * keeps its default), release F. */
+ * keeps its default; hit_ns is the median stream-ordered call when there
+ * are enough of them), release F. */
 void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m);
 
 /* Fit from the trace at PATH (defaults where it has no API records), then

@@ -4,7 +4,8 @@
  * Trains a VGG- or ResNet-style network with cuDNN and cuBLAS on a synthetic
  * task with a learnable signal (each class has its own sinusoidal pattern per
  * channel, plus noise), generated on the host from --seed. It exists to be
- * captured: every tensor is its own cudaMalloc/cudaFree (see layers.c), NVTX
+ * captured: every tensor is its own cudaMalloc/cudaFree (see layers.c; with
+ * --alloc async its own cudaMallocAsync/cudaFreeAsync from a caching pool), NVTX
  * ranges name each step, phase and layer, and the log says which cuDNN
  * algorithm and workspace each convolution got (they change with the batch
  * size, one of the effects the simulator studies).
@@ -23,6 +24,8 @@ struct cnn_opts {
 	long ws_mib;
 	enum cnn_algo_mode mode;
 	const char *algo;
+	enum cnn_alloc_mode alloc;
+	const char *alloc_name;
 	uint64_t seed;
 	double lr;
 };
@@ -32,11 +35,13 @@ static void cnn_usage(FILE *f)
 	fputs("usage: cnn [--model vgg|vgg16|resnet|resnet34] [--batch N] [--image N]\n"
 	      "           [--steps N] [--classes N] [--workspace-limit MiB]\n"
 	      "           [--algo fastest|heuristic|min-workspace] [--seed N]\n"
-	      "           [--print-every N] [--lr X]\n"
-	      "Trains a CNN on synthetic data with one cudaMalloc/cudaFree per tensor.\n"
+	      "           [--print-every N] [--lr X] [--alloc malloc|async]\n"
+	      "Trains a CNN on synthetic data with one cudaMalloc/cudaFree per tensor\n"
+	      "(--alloc async: cudaMallocAsync/cudaFreeAsync from the default pool,\n"
+	      "which keeps freed memory cached).\n"
 	      "Defaults: --model resnet --batch 32 --image 64 --steps 20 --classes 10\n"
 	      "          --workspace-limit 1024 --algo fastest --seed 1 --print-every 5\n"
-	      "          --lr 0.02 (resnet) or 0.01 (vgg)\n",
+	      "          --lr 0.02 (resnet) or 0.01 (vgg) --alloc malloc\n",
 	      f);
 }
 
@@ -66,12 +71,14 @@ static void cnn_parse(int argc, char **argv, struct cnn_opts *o)
 		{ "seed", required_argument, 0, 'S' },
 		{ "print-every", required_argument, 0, 'p' },
 		{ "lr", required_argument, 0, 'l' },
+		{ "alloc", required_argument, 0, 'A' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 }
 	};
 	*o = (struct cnn_opts){ .model = "resnet", .batch = 32, .image = 64,
 		.steps = 20, .classes = 10, .print_every = 5, .ws_mib = 1024,
-		.mode = CNN_ALGO_FASTEST, .algo = "fastest", .seed = 1, .lr = 0 };
+		.mode = CNN_ALGO_FASTEST, .algo = "fastest", .seed = 1, .lr = 0,
+		.alloc = CNN_ALLOC_MALLOC, .alloc_name = "malloc" };
 	int c;
 	char *end;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -101,6 +108,17 @@ static void cnn_parse(int argc, char **argv, struct cnn_opts *o)
 				o->mode = CNN_ALGO_MINWS;
 			else {
 				fprintf(stderr, "cnn: --algo %s: expected fastest, heuristic or min-workspace\n", optarg);
+				exit(2);
+			}
+			break;
+		case 'A':
+			o->alloc_name = optarg;
+			if (!strcmp(optarg, "malloc"))
+				o->alloc = CNN_ALLOC_MALLOC;
+			else if (!strcmp(optarg, "async"))
+				o->alloc = CNN_ALLOC_ASYNC;
+			else {
+				fprintf(stderr, "cnn: --alloc %s: expected malloc or async\n", optarg);
 				exit(2);
 			}
 			break;
@@ -314,15 +332,16 @@ int main(int argc, char **argv)
 	}
 	if (o.lr <= 0)
 		o.lr = (is_vgg || is_vgg16) ? 0.01 : 0.02;
-	printf("cnn: model=%s batch=%d image=%d algo=%s steps=%d classes=%d workspace_limit_mib=%ld seed=%llu lr=%g\n",
+	printf("cnn: model=%s batch=%d image=%d algo=%s steps=%d classes=%d workspace_limit_mib=%ld seed=%llu lr=%g alloc=%s\n",
 	       o.model, o.batch, o.image, o.algo, o.steps, o.classes, o.ws_mib,
-	       (unsigned long long)o.seed, o.lr);
+	       (unsigned long long)o.seed, o.lr, o.alloc_name);
 
 	struct cudaDeviceProp prop;
 	CUDA_CHECK(cudaSetDevice(0));
 	CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
 	printf("cnn: device %s, cuDNN %zu, CUDA runtime %d\n", prop.name,
 	       cudnnGetVersion(), CUDART_VERSION);
+	cnn_mem_init(o.alloc);
 
 	nvtxRangePushA("build");
 	cnn_net_init(&nt, o.batch, 3, o.image, o.image);

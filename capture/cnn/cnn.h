@@ -119,6 +119,17 @@ struct cnn_mem {
 };
 extern struct cnn_mem cnn_mem;
 
+/* How cnn_alloc/cnn_free get device memory: MALLOC is one cudaMalloc /
+ * cudaFree per tensor (no caching: every free synchronises the device);
+ * ASYNC is cudaMallocAsync / cudaFreeAsync on the compute stream from the
+ * device's default pool with an unlimited release threshold, CUDA's own
+ * caching allocator (the "caching on" counterpart of MALLOC, issue 6). */
+enum cnn_alloc_mode { CNN_ALLOC_MALLOC, CNN_ALLOC_ASYNC };
+
+/* Choose the allocation mode; call once, after cudaSetDevice and before the
+ * first cnn_alloc. ASYNC configures the default pool of device 0. */
+void cnn_mem_init(enum cnn_alloc_mode mode);
+
 void *cnn_alloc(size_t bytes);
 void cnn_free(void *p, size_t bytes);
 

@@ -23,6 +23,13 @@
 
 struct cnn_mem cnn_mem;
 
+/* The stream every cuDNN, cuBLAS and kernels.cu call runs on: none of them
+ * is given a stream, so it is the legacy default stream. Stream-ordered
+ * allocations go on it so a tensor freed by one layer is reused by the
+ * next without any extra synchronisation, as in a framework. */
+static const cudaStream_t cnn_stream = 0;
+static enum cnn_alloc_mode cnn_mode = CNN_ALLOC_MALLOC;
+
 static const float cnn_one = 1.0f, cnn_zero = 0.0f;
 #define CNN_BN_EPS 1e-5
 #define CNN_BN_MOMENTUM 0.1
@@ -39,6 +46,27 @@ void cnn_fail(const char *fmt, ...)
 	exit(1);
 }
 
+/* The pool keeps everything freed (release threshold UINT64_MAX): by
+ * default it would hand memory back to the driver at every synchronisation
+ * (one per step here) and each step would grow it again, which is not
+ * caching. MALLOC mode touches no pool attribute, so its API stream is the
+ * same as before this option existed. */
+void cnn_mem_init(enum cnn_alloc_mode mode)
+{
+	cnn_mode = mode;
+	if (mode != CNN_ALLOC_ASYNC)
+		return;
+	int dev = 0, supported = 0;
+	CUDA_CHECK(cudaGetDevice(&dev));
+	CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev));
+	if (!supported)
+		cnn_fail("--alloc async: device %d does not support memory pools", dev);
+	cudaMemPool_t pool;
+	uint64_t keep = UINT64_MAX;
+	CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+	CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+}
+
 /* Every device buffer goes through here so the program knows its own live
  * and peak bytes, to compare with what a capture reports. */
 void *cnn_alloc(size_t bytes)
@@ -46,7 +74,10 @@ void *cnn_alloc(size_t bytes)
 	void *p = NULL;
 	if (bytes == 0)
 		return NULL;
-	CUDA_CHECK(cudaMalloc(&p, bytes));
+	if (cnn_mode == CNN_ALLOC_ASYNC)
+		CUDA_CHECK(cudaMallocAsync(&p, bytes, cnn_stream));
+	else
+		CUDA_CHECK(cudaMalloc(&p, bytes));
 	cnn_mem.live += bytes;
 	cnn_mem.nalloc++;
 	if (cnn_mem.live > cnn_mem.peak)
@@ -59,7 +90,10 @@ void cnn_free(void *p, size_t bytes)
 {
 	if (!p)
 		return;
-	CUDA_CHECK(cudaFree(p));
+	if (cnn_mode == CNN_ALLOC_ASYNC)
+		CUDA_CHECK(cudaFreeAsync(p, cnn_stream));
+	else
+		CUDA_CHECK(cudaFree(p));
 	cnn_mem.live -= bytes;
 	cnn_mem.nfree++;
 }
