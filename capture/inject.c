@@ -75,6 +75,8 @@ static int cap_links_on = 1;
  * slow each one down; kept to compare against. OFF: no API records. */
 enum cap_api_mode { CAP_API_OFF, CAP_API_CALLBACKS, CAP_API_ACTIVITY };
 static enum cap_api_mode cap_api_mode = CAP_API_CALLBACKS;
+static int cap_source_on = 1;           /* GPUMEMSIM_CAPTURE_SOURCE */
+static unsigned cap_record_bits = 31;   /* GPUMEMSIM_CAPTURE_RECORD (CAP_REC_*) */
 static unsigned cap_flush_ms = 500, cap_lag_ms = 2000;
 static int cap_verbose;
 static CUpti_SubscriberHandle cap_subscriber;
@@ -258,8 +260,25 @@ static int cap_write_header(int force)
 			labels[h.nlabels].value = eq + 1;
 			h.nlabels++;
 		}
-		h.labels = labels;
 	}
+	/* How this trace was recorded: what its host times include. The
+	 * writer only reads the strings (trace_label's are not const). */
+	static char k_api[] = "capture_api", k_links[] = "capture_links",
+		    k_source[] = "capture_source", k_record[] = "capture_record";
+	static char v_api[3][10] = {"off", "callbacks", "activity"}, v_on[] = "on", v_off[] = "off";
+	char v_record[64] = "all";
+	const char *rec_env = getenv("GPUMEMSIM_CAPTURE_RECORD");
+	if (cap_record_bits != CAP_REC_ALL && rec_env)
+		snprintf(v_record, sizeof(v_record), "%s", rec_env);
+	const struct trace_label settings[] = {
+		{k_api, v_api[cap_api_mode]},
+		{k_links, cap_links_on ? v_on : v_off},
+		{k_source, cap_source_on ? v_on : v_off},
+		{k_record, v_record},
+	};
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]) && h.nlabels < 64; i++)
+		labels[h.nlabels++] = settings[i];
+	h.labels = labels;
 	pthread_mutex_lock(&cap_lock);
 	if (cap_writer && !atomic_load(&cap_header_done)) {
 		if (trace_writer_header(cap_writer, &h) < 0) {
@@ -1335,6 +1354,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	cap_lag_ms = cap_env_uint("GPUMEMSIM_CAPTURE_LAG_MS", 2000, 0, 600000);
 	cap_verbose = cap_env_uint("GPUMEMSIM_CAPTURE_VERBOSE", 0, 0, 1);
 	cap_api_mode = cap_env_api_mode();
+	cap_source_on = cap_env_uint("GPUMEMSIM_CAPTURE_SOURCE", 1, 0, 1);
+	cap_record_bits = cap_env_record();
 	const char *rep = getenv("GPUMEMSIM_CAPTURE_REPORT");
 	if (rep)
 		snprintf(cap_report, sizeof(cap_report), "%s", rep);
@@ -1370,8 +1391,14 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	r = cuptiActivityRegisterCallbacks(cap_buffer_requested, cap_buffer_completed);
 	if (r != CUPTI_SUCCESS)
 		goto cupti_fail;
-	cuptiActivityEnableAllocationSource(1);
-	unsigned rec = cap_env_record();
+	/* The library behind each allocation (cuDNN, cuBLAS, the framework).
+	 * CUPTI finds it inside every allocation call, which costs (H200: a
+	 * small cudaMalloc 3.8 -> 7.7 us, about 10 us more per MiB on large
+	 * ones); GPUMEMSIM_CAPTURE_SOURCE=0 (`capture --no-source`) turns it off
+	 * for captures whose host timing matters more than the library names. */
+	if (cap_source_on)
+		cuptiActivityEnableAllocationSource(1);
+	unsigned rec = cap_record_bits;
 	if (((rec & CAP_REC_KERNELS) &&
 	     cap_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels") < 0) ||
 	    ((rec & CAP_REC_MEMORY) && cap_enable(CUPTI_ACTIVITY_KIND_MEMORY2, "allocations") < 0))

@@ -34,7 +34,7 @@ static void capture_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gpumemsim capture [-o FILE] [--label KEY=VALUE]... [--no-links] [--api MODE]\n"
-		"                         [--record LIST] -- CMD [ARGS]\n"
+		"                         [--no-source] [--record LIST] -- CMD [ARGS]\n"
 		"\n"
 		"Run CMD with the CUPTI capture library injected and write one trace per\n"
 		"process that uses CUDA: the first to FILE (default " CAPTURE_DEFAULT_OUT "),\n"
@@ -47,6 +47,9 @@ static void capture_usage(FILE *f)
 		"  --api MODE         how host API calls are timed: callbacks (default: only the\n"
 		"                     calls the trace keeps), activity (CUPTI records every call:\n"
 		"                     slower), off (no API records, no step-time what-ifs)\n"
+		"  --no-source        do not ask CUPTI which library made each allocation: it\n"
+		"                     slows every allocation call (use for step-time captures\n"
+		"                     of programs that allocate per tensor)\n"
 		"  --record LIST      what to record, comma-separated: kernels, memory, copies,\n"
 		"                     syncs, nvtx, all (default all; fewer, less overhead)\n"
 		"\n"
@@ -182,7 +185,7 @@ int cmd_capture(int argc, char **argv)
 	char lib[PATH_MAX], out[PATH_MAX], report[] = "/tmp/gpumemsim-capture-XXXXXX";
 	char *labels = NULL;
 	size_t labels_len = 0;
-	int links = 1, i, rc = 1, report_fd = -1;
+	int links = 1, source = 1, i, rc = 1, report_fd = -1;
 	const char *api = "callbacks", *record = "all";
 
 	for (i = 1; i < argc; i++) {
@@ -224,6 +227,8 @@ int cmd_capture(int argc, char **argv)
 			labels[labels_len] = '\0';
 		} else if (!strcmp(a, "--no-links")) {
 			links = 0;
+		} else if (!strcmp(a, "--no-source")) {
+			source = 0;
 		} else if (!strcmp(a, "--record")) {
 			record = ++i < argc ? argv[i] : "";
 			unsigned bits;
@@ -272,6 +277,7 @@ int cmd_capture(int argc, char **argv)
 	    setenv("GPUMEMSIM_CAPTURE_OUT", out, 1) || setenv("GPUMEMSIM_CAPTURE_REPORT", report, 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_LINKS", links ? "1" : "0", 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_API", api, 1) ||
+	    setenv("GPUMEMSIM_CAPTURE_SOURCE", source ? "1" : "0", 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_RECORD", record, 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_LABELS", labels ? labels : "", 1)) {
 		fprintf(stderr, "gpumemsim capture: cannot set the environment: %s\n", strerror(errno));

@@ -381,7 +381,7 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	th_tmpname(envf, sizeof envf, "capture_env");
 	snprintf(cmd, sizeof(cmd),
 		 "cd /tmp && GPUMEMSIM_CAPTURE_LIB=%s %s capture -o rel_out.trace.gz --label batch=64 "
-		 "--label model=resnet50 --no-links --api activity --record memory,kernels "
+		 "--label model=resnet50 --no-links --api activity --no-source --record memory,kernels "
 		 "-- sh -c 'env > %s; exit 3' 2>/dev/null",
 		 lib, bin(), envf);
 	cr_assert_eq(sh(cmd), 3, "exit status passed through");
@@ -394,6 +394,7 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_OUT=/tmp/rel_out.trace.gz\n"), "absolute: %s", env);
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LINKS=0\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_API=activity\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_SOURCE=0\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_RECORD=memory,kernels\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LABELS=batch=64\nmodel=resnet50\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_REPORT=/tmp/gpumemsim-capture-"));
@@ -408,9 +409,9 @@ Test(capture_launcher, links_default_on_and_output_untouched)
 	th_tmpname(outf, sizeof outf, "capture_out");
 	snprintf(cmd, sizeof(cmd),
 		 "GPUMEMSIM_CAPTURE_LIB=%s %s capture -o /tmp/x.trace -- sh -c "
-		 "'echo out; echo $GPUMEMSIM_CAPTURE_LINKS $GPUMEMSIM_CAPTURE_API' > %s 2>/dev/null", lib, bin(), outf);
+		 "'echo out; echo $GPUMEMSIM_CAPTURE_LINKS $GPUMEMSIM_CAPTURE_API $GPUMEMSIM_CAPTURE_SOURCE' > %s 2>/dev/null", lib, bin(), outf);
 	cr_assert_eq(sh(cmd), 0);
-	cr_assert_str_eq(slurp(outf), "out\n1 callbacks\n", "the program's stdout only");
+	cr_assert_str_eq(slurp(outf), "out\n1 callbacks 1\n", "the program's stdout only");
 	unlink(outf);
 	unlink(lib);
 }
