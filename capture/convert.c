@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 
 #define RETIRE_NS 10000000000ull
 
@@ -117,14 +118,8 @@ int cap_conv_push(struct cap_conv *c, const struct cap_rec *r)
 	e->name = NULL;
 	if (r->name && !(e->name = strdup(r->name)))
 		goto fail;
-	if (c->nheap == c->capheap) {
-		size_t ncap = c->capheap ? c->capheap * 2 : 1024;
-		struct conv_entry **nh = realloc(c->heap, ncap * sizeof(*nh));
-		if (!nh)
-			goto fail;
-		c->heap = nh;
-		c->capheap = ncap;
-	}
+	if (VEC_RESERVE(c->heap, c->capheap, c->nheap + 1, 1024) < 0)
+		goto fail;
 	if (e->rec.end < e->rec.start)
 		e->rec.end = e->rec.start;
 	e->seq = c->seq++;

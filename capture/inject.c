@@ -76,6 +76,12 @@ static int cap_links_on = 1;
 enum cap_api_mode { CAP_API_OFF, CAP_API_CALLBACKS, CAP_API_ACTIVITY };
 static enum cap_api_mode cap_api_mode = CAP_API_CALLBACKS;
 static int cap_source_on = 1;           /* GPUMEMSIM_CAPTURE_SOURCE */
+/* Synchronisations (`y`) from callbacks on the sync calls rather than
+ * CUPTI's SYNCHRONIZATION activity kind, which slowed a ResNet-50 b32
+ * step by x1.27 on its own (capture/README.md). Opt-in
+ * (GPUMEMSIM_CAPTURE_SYNCS=callbacks) until `make gpu-test`, which checks
+ * it, has run on a GPU: written when no device time was left. */
+static int cap_sync_cb;
 static unsigned cap_record_bits = 31;   /* GPUMEMSIM_CAPTURE_RECORD (CAP_REC_*) */
 static unsigned cap_flush_ms = 500, cap_lag_ms = 2000;
 static int cap_verbose;
@@ -804,27 +810,9 @@ static void cap_stage_drain(void)
 	free(api);
 }
 
-/* Time one kept API call (CAP_API_CALLBACKS): CUPTI's clock on entry,
- * stored in the call's correlationData, and on exit, when the record is
- * staged. Called after the entry work and before the exit work of the
- * link callbacks, so their scanning is not counted as the call's time. */
-static void cap_api_time(const CUpti_CallbackData *cb, int enter, const char *name)
+/* Stage one record timed in a callback (see cap_api_stage). */
+static void cap_api_stage_push(const struct cap_rec *r)
 {
-	if (cap_api_mode != CAP_API_CALLBACKS || !name || !cb->correlationData)
-		return;
-	uint64_t now = 0;
-	cuptiGetTimestamp(&now);
-	if (enter) {
-		*cb->correlationData = now;
-		return;
-	}
-	struct cap_rec r;
-	memset(&r, 0, sizeof(r));
-	r.rec.type = TREC_API;
-	r.rec.start = *cb->correlationData ? *cb->correlationData : now;
-	r.rec.end = now;
-	r.rec.u.api.corr = cb->correlationId;
-	r.name = name;
 	pthread_mutex_lock(&cap_live_lock);
 	if (cap_napi == cap_capapi) {
 		size_t c = cap_capapi ? cap_capapi * 2 : 4096;
@@ -837,8 +825,117 @@ static void cap_api_time(const CUpti_CallbackData *cb, int enter, const char *na
 		cap_api_stage = nv;
 		cap_capapi = c;
 	}
-	cap_api_stage[cap_napi++] = r;
+	cap_api_stage[cap_napi++] = *r;
 	pthread_mutex_unlock(&cap_live_lock);
+}
+
+/* CUPTI's id of a stream handle as a sync call passed it (the legacy and
+ * per-thread default streams have special handles). */
+static uint32_t cap_stream_of(const CUpti_CallbackData *cb, CUstream h, int ptsz)
+{
+	uint32_t id = 0;
+	if (h == CU_STREAM_LEGACY)
+		h = NULL;
+	else if (h == CU_STREAM_PER_THREAD)
+		h = NULL, ptsz = 1;
+	if (cuptiGetStreamIdEx(cb->context, h, (uint8_t)ptsz, &id) != CUPTI_SUCCESS)
+		return TRACE_NO_STREAM;
+	return id;
+}
+
+/* The `y` record a sync call makes (cap_sync_cb), from its parameters:
+ * 1 and the kind and stream in *Y when ID is one. */
+static int cap_sync_of(CUpti_CallbackDomain dom, CUpti_CallbackId id, const CUpti_CallbackData *cb,
+		       struct trace_sync *y)
+{
+	y->stream = TRACE_NO_STREAM;
+	y->corr = cb->correlationId;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+		switch (id) {
+		case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+			y->kind = TSYNC_CONTEXT;
+			return 1;
+		case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+			y->kind = TSYNC_EVENT;
+			return 1;
+		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+			y->kind = TSYNC_STREAM;
+			y->stream = cap_stream_of(cb, (CUstream)((const cudaStreamSynchronize_v3020_params *)
+								    cb->functionParams)->stream,
+						  id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000);
+			return 1;
+		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000:
+			y->kind = TSYNC_STREAM_WAIT_EVENT;
+			y->stream = cap_stream_of(cb, (CUstream)((const cudaStreamWaitEvent_v3020_params *)
+								    cb->functionParams)->stream,
+						  id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000);
+			return 1;
+		default:
+			return 0;
+		}
+	}
+	switch (id) {
+	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+		y->kind = TSYNC_CONTEXT;
+		return 1;
+	case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+		y->kind = TSYNC_EVENT;
+		return 1;
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+		y->kind = TSYNC_STREAM;
+		y->stream = cap_stream_of(cb, ((const cuStreamSynchronize_params *)cb->functionParams)->hStream,
+					  id == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz);
+		return 1;
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+	case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz:
+		y->kind = TSYNC_STREAM_WAIT_EVENT;
+		y->stream = cap_stream_of(cb, ((const cuStreamWaitEvent_params *)cb->functionParams)->hStream,
+					  id == CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Time one call in its callbacks: CUPTI's clock on entry, stored in the
+ * call's correlationData, and on exit, when its records are staged: the
+ * `p` record of a kept call (CAP_API_CALLBACKS) and the `y` record of a
+ * sync call (cap_sync_cb). Called after the entry work and before the exit
+ * work of the link callbacks, so their scanning is not counted as the
+ * call's time. NAME: the kept name of the call, NULL if not kept. */
+static void cap_api_time(CUpti_CallbackDomain dom, CUpti_CallbackId id, const CUpti_CallbackData *cb,
+			 int enter, const char *name)
+{
+	struct cap_rec r;
+	int api = cap_api_mode == CAP_API_CALLBACKS && name;
+	memset(&r, 0, sizeof(r));
+	int sync = cap_sync_cb && cap_sync_of(dom, id, cb, &r.rec.u.sync);
+	if ((!api && !sync) || !cb->correlationData)
+		return;
+	uint64_t now = 0;
+	cuptiGetTimestamp(&now);
+	if (enter) {
+		*cb->correlationData = now;
+		return;
+	}
+	r.rec.start = *cb->correlationData ? *cb->correlationData : now;
+	r.rec.end = now;
+	if (sync) {
+		r.rec.type = TREC_SYNC;
+		cap_api_stage_push(&r);
+	}
+	if (api) {
+		memset(&r.rec.u, 0, sizeof(r.rec.u));
+		r.rec.type = TREC_API;
+		r.rec.u.api.corr = cb->correlationId;
+		r.name = name;
+		cap_api_stage_push(&r);
+	}
 }
 
 /* Scan a launch's parameters for pointers into live allocations. */
@@ -934,11 +1031,13 @@ static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	if ((enter ? cap_in_runtime : cap_in_runtime + 1) != 1)
 		return;
 	if (!enter)
-		cap_api_time(cb, 0, id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
+		cap_api_time(CUPTI_CB_DOMAIN_RUNTIME_API, id, cb, 0,
+			     id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
 	if (cap_links_on)
 		cap_runtime_links(id, cb, enter);
 	if (enter)
-		cap_api_time(cb, 1, id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
+		cap_api_time(CUPTI_CB_DOMAIN_RUNTIME_API, id, cb, 1,
+			     id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
 }
 
 static void cap_runtime_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter)
@@ -987,11 +1086,13 @@ static void cap_driver_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	if (cap_in_runtime)
 		return;
 	if (!enter)
-		cap_api_time(cb, 0, id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
+		cap_api_time(CUPTI_CB_DOMAIN_DRIVER_API, id, cb, 0,
+			     id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
 	if (cap_links_on)
 		cap_driver_links(id, cb, enter);
 	if (enter)
-		cap_api_time(cb, 1, id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
+		cap_api_time(CUPTI_CB_DOMAIN_DRIVER_API, id, cb, 1,
+			     id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
 }
 
 static void cap_driver_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter)
@@ -1407,7 +1508,9 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		cap_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "copies");
 		cap_enable(CUPTI_ACTIVITY_KIND_MEMSET, "memsets");
 	}
-	if (rec & CAP_REC_SYNCS)
+	const char *syncs = getenv("GPUMEMSIM_CAPTURE_SYNCS");
+	cap_sync_cb = (rec & CAP_REC_SYNCS) && syncs && !strcmp(syncs, "callbacks");
+	if ((rec & CAP_REC_SYNCS) && !cap_sync_cb)
 		cap_enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronisations");
 	if (rec & CAP_REC_MEMORY)
 		cap_enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL, "memory pools");
@@ -1417,6 +1520,30 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	}
 	if (rec & CAP_REC_NVTX)
 		cap_enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
+	if (cap_sync_cb) {
+		static const CUpti_CallbackId rt_sync[] = {
+			CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+			CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020,
+			CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+			CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+			CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+			CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+			CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+		};
+		static const CUpti_CallbackId drv_sync[] = {
+			CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+			CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+			CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+			CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+			CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+			CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
+			CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+		};
+		for (size_t i = 0; i < sizeof(rt_sync) / sizeof(rt_sync[0]); i++)
+			cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, rt_sync[i]);
+		for (size_t i = 0; i < sizeof(drv_sync) / sizeof(drv_sync[0]); i++)
+			cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, drv_sync[i]);
+	}
 	if (cap_api_mode == CAP_API_CALLBACKS) {
 		for (uint32_t i = 0; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)
 			if (cap_rt_names[i])

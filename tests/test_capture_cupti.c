@@ -213,11 +213,12 @@ Test(capture_cupti, api_records_filtered_by_name)
 }
 
 /* One API call through the callbacks as CUPTI makes them: entry, exit. */
-static void api_call(CUpti_CallbackDomain dom, CUpti_CallbackId id, uint32_t corr,
-		     uint64_t *slot, void (*inner)(void))
+static void api_call_p(CUpti_CallbackDomain dom, CUpti_CallbackId id, uint32_t corr,
+		       uint64_t *slot, void (*inner)(void), const void *params)
 {
 	CUpti_CallbackData cb;
 	memset(&cb, 0, sizeof(cb));
+	cb.functionParams = params;
 	cb.correlationId = corr;
 	cb.correlationData = slot;
 	cb.callbackSite = CUPTI_API_ENTER;
@@ -232,6 +233,12 @@ static void api_call(CUpti_CallbackDomain dom, CUpti_CallbackId id, uint32_t cor
 		cap_runtime_cb(id, &cb);
 	else
 		cap_driver_cb(id, &cb);
+}
+
+static void api_call(CUpti_CallbackDomain dom, CUpti_CallbackId id, uint32_t corr,
+		     uint64_t *slot, void (*inner)(void))
+{
+	api_call_p(dom, id, corr, slot, inner, NULL);
 }
 
 static void nested_cuMemAlloc(void)
@@ -276,6 +283,56 @@ Test(capture_cupti, api_timed_in_callbacks)
 	cap_stage_drain();
 	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
 	cr_assert_eq(sink.n, 2, "activity mode: no records from callbacks");
+	cap_api_mode = CAP_API_CALLBACKS;
+	cap_links_on = 1;
+}
+
+static void nested_cuCtxSynchronize(void)
+{
+	uint64_t slot = 0;
+	api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 402, &slot, NULL);
+}
+
+/* Sync records from the sync calls' callbacks (no SYNCHRONIZATION
+ * activity): kind from the call, the stream from its parameters, one
+ * record for a runtime call and the driver call it makes. */
+Test(capture_cupti, syncs_from_callbacks)
+{
+	uint64_t slot = 0;
+	cudaStreamSynchronize_v3020_params sp = {NULL};
+	cudaStreamWaitEvent_v3020_params wp = {NULL, NULL, 0};
+	cap_api_mode = CAP_API_OFF;
+	cap_links_on = 0;
+	cap_sync_cb = 1;
+	api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 401,
+		 &slot, nested_cuCtxSynchronize);
+	api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, 403,
+		 &slot, NULL);
+	api_call_p(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 404,
+		   &slot, NULL, &sp);
+	api_call_p(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, 405,
+		   &slot, NULL, &wp);
+	api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 406, &slot, NULL);
+	/* not a sync: nothing */
+	api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 407, &slot, NULL);
+	cap_stage_drain();
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 5, "got %d records", sink.n);
+	static const struct { uint64_t corr; uint32_t kind; } want[] = {
+		{401, TSYNC_CONTEXT}, {403, TSYNC_EVENT}, {404, TSYNC_STREAM},
+		{405, TSYNC_STREAM_WAIT_EVENT}, {406, TSYNC_CONTEXT}};
+	for (int w = 0; w < 5; w++) {
+		int found = 0;
+		for (int i = 0; i < sink.n; i++)
+			if (sink.recs[i].type == TREC_SYNC && sink.recs[i].u.sync.corr == want[w].corr) {
+				cr_assert_eq(sink.recs[i].u.sync.kind, want[w].kind, "corr %lu",
+					     (unsigned long)want[w].corr);
+				cr_assert_leq(sink.recs[i].start, sink.recs[i].end);
+				found++;
+			}
+		cr_assert_eq(found, 1, "corr %lu: %d records", (unsigned long)want[w].corr, found);
+	}
+	cap_sync_cb = 0;
 	cap_api_mode = CAP_API_CALLBACKS;
 	cap_links_on = 1;
 }

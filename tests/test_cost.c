@@ -2,7 +2,9 @@
  * test_cost.c: the timing model (sim/cost.c and the engine's use of it):
  * the fit from synthetic cudaMalloc/cudaFree records, knob parsing, the
  * exact prediction for cuda_malloc on a trace without API records, the
- * remove-then-re-add round trip, and step times.
+ * remove-then-re-add round trip, and step times; the waits recorded
+ * for GPU work launched before a call but recorded after it (the fitter's
+ * free waits, the engine's sync waits).
  */
 #include <criterion/criterion.h>
 #include <stdarg.h>
@@ -343,5 +345,68 @@ Test(cost, scale_calls_keeps_device_costs)
 		     (unsigned long)r0.sim_duration_ns, (unsigned long)r1.sim_duration_ns);
 	sim_result_free(&r1);
 	sim_result_free(&r0);
+	unlink(path);
+}
+
+/* A cudaFree waits for the kernel launched just before it; the kernel
+ * starts after the free did (launch latency), so its record comes later in
+ * the file, here even after the free's 'f'. The fit still takes the wait
+ * out: by correlation id (launched before the free) or, without ids, by
+ * its start inside the call. */
+Test(cost, free_wait_counts_work_recorded_after_the_free)
+{
+	for (int ids = 0; ids < 2; ids++) {
+		struct sbuf b = {0};
+		char path[64], err[256];
+		uint64_t t = 1000, corr = 1;
+		sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 cudaFree\nS 2 kern\n");
+		for (int i = 0; i < 9; i++) {
+			uint64_t bytes = 4096, kc = ids ? corr : 0;
+			sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + 1000, kc);
+			corr++;
+			/* free from t+1100; the kernel runs t+1200..t+3200; the
+			 * free's own 3000 ns follow */
+			sb_printf(&b, "p %lu %lu 1 %lu\n", t + 1100, t + 6200, ids ? corr : 0);
+			sb_printf(&b, "f %lu 0x%lx %lu - 3 0 %lu -\n", t + 1101, 0x1000ul * (i + 1),
+				  bytes, ids ? corr : 0);
+			sb_printf(&b, "k %lu %lu 7 2 1,1,1 1,1,1 0 0 %lu\n", t + 1200, t + 3200, kc);
+			corr++;
+			t += 10000;
+		}
+		sb_end(&b);
+		th_tmpfile(path, sizeof path, "cost", b.s);
+		struct cost_model m;
+		cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
+		cr_assert_eq(m.n_free, 9, "ids %d", ids);
+		/* 5100 recorded, 2100 of it the wait for the kernel */
+		cr_assert_float_eq(m.free_c.small_ns, 3000, 1e-6, "ids %d: %f", ids, m.free_c.small_ns);
+		unlink(path);
+		free(b.s);
+	}
+}
+
+/* A sync's recorded wait for GPU work launched before it but recorded
+ * after it (the host ran ahead) is a wait, not the sync's own cost: the
+ * launch raises the recorded-busy watermark to its kernel's recorded end.
+ * The kernel runs 1200..9500 in the trace, the sync 1100..9600 (own cost
+ * 100 ns); replayed, the kernel runs from the launch's return, 1000..9300,
+ * and the sync returns when it is done, not 8400 ns of "own cost" later. */
+Test(cost, sync_wait_counts_work_recorded_after_the_sync)
+{
+	char path[64], err[256];
+	th_tmpfile(path, sizeof path, "cost",
+		   "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 cudaDeviceSynchronize\nS 2 kern\n"
+		   "p 0 1000 0 1\n"
+		   "p 1100 9600 1 2\n"
+		   "y 1100 9600 context - 2\n"
+		   "k 1200 9500 7 2 1,1,1 1,1,1 0 0 1\n"
+		   "end 4 0\n");
+	struct cost_model m;
+	struct sim_result r;
+	cost_defaults(&m);
+	cr_assert_eq(cost_parse(&m, "hit_us=0", err, sizeof err), 0, "%s", err);
+	run_timed(path, &m, &r);
+	cr_assert_eq(r.sim_duration_ns, 9300, "sim %lu", (unsigned long)r.sim_duration_ns);
+	sim_result_free(&r);
 	unlink(path);
 }

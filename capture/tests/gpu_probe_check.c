@@ -38,6 +38,7 @@ struct kern {
 	const char *name;
 	uint64_t start;
 	uint32_t nlinks;
+	uint32_t stream;
 	uint64_t links[TRACE_MAX_LINKS];
 };
 
@@ -73,6 +74,7 @@ static int gpu_probe_check(const char *trace, const char *expect)
 	struct kern kerns[16];
 	int nk = 0, n_rec[TREC_COUNT] = {0};
 	int n_htod = 0, n_dtoh = 0, n_memset = 0, n_ctx_sync = 0, n_stream_sync = 0;
+	uint32_t sync_stream = TRACE_NO_STREAM;
 	int n_malloc = 0, n_free = 0, n_malloc_async = 0, n_free_async = 0, n_launch = 0;
 	uint64_t r_probe[2] = {0, 0}, r_alloc[2] = {0, 0};
 	int d_probe = -1, d_alloc = -1;
@@ -151,6 +153,7 @@ static int gpu_probe_check(const char *trace, const char *expect)
 						    : "?";
 				kerns[nk].start = rec.start;
 				kerns[nk].nlinks = rec.u.kernel.nlinks;
+				kerns[nk].stream = rec.u.kernel.stream;
 				memcpy(kerns[nk].links, rec.u.kernel.links, sizeof(kerns[nk].links));
 				nk++;
 			}
@@ -165,6 +168,8 @@ static int gpu_probe_check(const char *trace, const char *expect)
 		case TREC_SYNC:
 			n_ctx_sync += rec.u.sync.kind == TSYNC_CONTEXT;
 			n_stream_sync += rec.u.sync.kind == TSYNC_STREAM;
+			if (rec.u.sync.kind == TSYNC_STREAM)
+				sync_stream = rec.u.sync.stream;
 			break;
 		case TREC_RANGE: {
 			const char *nm = trace_reader_string(r, rec.u.range.name);
@@ -239,6 +244,8 @@ static int gpu_probe_check(const char *trace, const char *expect)
 	CHECK(n_memset == 1, "%d memsets of A's size, want 1", n_memset);
 	CHECK(n_ctx_sync >= 1, "no context synchronisation");
 	CHECK(n_stream_sync >= 1, "no stream synchronisation");
+	CHECK(nk < 5 || sync_stream == kerns[4].stream, "stream sync on stream %u, fill(D) ran on %u",
+	      sync_stream, nk >= 5 ? kerns[4].stream : 0);
 	printf("  api: cudaMalloc=%d cudaFree=%d cudaMallocAsync=%d cudaFreeAsync=%d launches=%d\n",
 	       n_malloc, n_free, n_malloc_async, n_free_async, n_launch);
 	CHECK(n_malloc == 3, "cudaMalloc calls %d, want 3", n_malloc);

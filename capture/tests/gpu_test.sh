@@ -22,4 +22,9 @@ fi
 # The same program with links off: no kernel may carry links.
 "$B/gpumemsim" capture -o "$OUT/probe-nolinks.trace.gz" --no-links -- "$B/gpu_probe" "$OUT/nolinks.expect" >/dev/null || exit 1
 "$B/gpumemsim" trace cat --trace "$OUT/probe-nolinks.trace.gz" 2>/dev/null | awk '$1=="k" && NF>10 && $11!="-" {n++} END {if (n) {print "gpu-test: FAIL (" n " kernels with links under --no-links)"; exit 1}}' || exit 1
+# Syncs from the sync calls' callbacks (GPUMEMSIM_CAPTURE_SYNCS=callbacks):
+# the same exact checks, the stream sync's stream included.
+GPUMEMSIM_CAPTURE_SYNCS=callbacks "$B/gpumemsim" capture -o "$OUT/probe-syncs.trace.gz" -- \
+	"$B/gpu_probe" "$OUT/syncs.expect" >/dev/null || exit 1
+"$B/gpu_probe_check" "$OUT/probe-syncs.trace.gz" "$OUT/syncs.expect" || { echo "gpu-test: FAIL (syncs from callbacks)"; exit 1; }
 echo "gpu-test: PASS"
