@@ -843,63 +843,50 @@ static uint32_t cap_stream_of(const CUpti_CallbackData *cb, CUstream h, int ptsz
 	return id;
 }
 
-/* The `y` record a sync call makes (cap_sync_cb), from its parameters:
- * 1 and the kind and stream in *Y when ID is one. */
+/* The sync calls (cap_sync_cb) and the `y` record each makes. The stream
+ * of a stream sync or wait is the first parameter of every one of them. */
+static const struct cap_sync_call {
+	CUpti_CallbackDomain dom;
+	CUpti_CallbackId id;
+	uint8_t kind;   /* TSYNC_* */
+	uint8_t ptsz;   /* per-thread default stream variant */
+} cap_sync_calls[] = {
+	{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, TSYNC_CONTEXT, 0},
+	{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020, TSYNC_CONTEXT, 0},
+	{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, TSYNC_EVENT, 0},
+	{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, TSYNC_STREAM, 0},
+	{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000, TSYNC_STREAM, 1},
+	{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+	 TSYNC_STREAM_WAIT_EVENT, 0},
+	{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+	 TSYNC_STREAM_WAIT_EVENT, 1},
+	{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, TSYNC_CONTEXT, 0},
+	{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2, TSYNC_CONTEXT, 0},
+	{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, TSYNC_EVENT, 0},
+	{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, TSYNC_STREAM, 0},
+	{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz, TSYNC_STREAM, 1},
+	{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, TSYNC_STREAM_WAIT_EVENT, 0},
+	{CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
+	 TSYNC_STREAM_WAIT_EVENT, 1},
+};
+
+/* 1 and the `y` record's kind and stream in *Y when (DOM, ID) is a sync
+ * call; 0 otherwise. */
 static int cap_sync_of(CUpti_CallbackDomain dom, CUpti_CallbackId id, const CUpti_CallbackData *cb,
 		       struct trace_sync *y)
 {
-	y->stream = TRACE_NO_STREAM;
-	y->corr = cb->correlationId;
-	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
-		switch (id) {
-		case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
-			y->kind = TSYNC_CONTEXT;
-			return 1;
-		case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
-			y->kind = TSYNC_EVENT;
-			return 1;
-		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
-			y->kind = TSYNC_STREAM;
-			y->stream = cap_stream_of(cb, (CUstream)((const cudaStreamSynchronize_v3020_params *)
-								    cb->functionParams)->stream,
-						  id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000);
-			return 1;
-		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
-		case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000:
-			y->kind = TSYNC_STREAM_WAIT_EVENT;
-			y->stream = cap_stream_of(cb, (CUstream)((const cudaStreamWaitEvent_v3020_params *)
-								    cb->functionParams)->stream,
-						  id == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000);
-			return 1;
-		default:
-			return 0;
-		}
+	for (size_t i = 0; i < sizeof(cap_sync_calls) / sizeof(cap_sync_calls[0]); i++) {
+		const struct cap_sync_call *c = &cap_sync_calls[i];
+		if (c->dom != dom || c->id != id)
+			continue;
+		y->kind = c->kind;
+		y->corr = cb->correlationId;
+		y->stream = TRACE_NO_STREAM;
+		if ((c->kind == TSYNC_STREAM || c->kind == TSYNC_STREAM_WAIT_EVENT) && cb->functionParams)
+			y->stream = cap_stream_of(cb, *(const CUstream *)cb->functionParams, c->ptsz);
+		return 1;
 	}
-	switch (id) {
-	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
-	case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
-		y->kind = TSYNC_CONTEXT;
-		return 1;
-	case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
-		y->kind = TSYNC_EVENT;
-		return 1;
-	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
-	case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
-		y->kind = TSYNC_STREAM;
-		y->stream = cap_stream_of(cb, ((const cuStreamSynchronize_params *)cb->functionParams)->hStream,
-					  id == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz);
-		return 1;
-	case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
-	case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz:
-		y->kind = TSYNC_STREAM_WAIT_EVENT;
-		y->stream = cap_stream_of(cb, ((const cuStreamWaitEvent_params *)cb->functionParams)->hStream,
-					  id == CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz);
-		return 1;
-	default:
-		return 0;
-	}
+	return 0;
 }
 
 /* Time one call in its callbacks: CUPTI's clock on entry, stored in the
@@ -1017,6 +1004,22 @@ static int cap_ok(const CUpti_CallbackData *cb, int runtime)
 static void cap_runtime_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter);
 static void cap_driver_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter);
 
+/* One call the capture follows, entry or exit: timed around the link
+ * work (see cap_api_time). */
+static void cap_call(CUpti_CallbackDomain dom, CUpti_CallbackId id, const CUpti_CallbackData *cb)
+{
+	int enter = cb->callbackSite == CUPTI_API_ENTER;
+	int rt = dom == CUPTI_CB_DOMAIN_RUNTIME_API;
+	const char *name = rt ? (id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL)
+			      : (id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
+	if (!enter)
+		cap_api_time(dom, id, cb, 0, name);
+	if (cap_links_on)
+		(rt ? cap_runtime_links : cap_driver_links)(id, cb, enter);
+	if (enter)
+		cap_api_time(dom, id, cb, 1, name);
+}
+
 /* Only the outermost of nested runtime calls is timed and scanned: an
  * inner call belongs to the outer one's record. */
 static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
@@ -1030,14 +1033,7 @@ static void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 	cap_in_runtime += enter ? 1 : -1;
 	if ((enter ? cap_in_runtime : cap_in_runtime + 1) != 1)
 		return;
-	if (!enter)
-		cap_api_time(CUPTI_CB_DOMAIN_RUNTIME_API, id, cb, 0,
-			     id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
-	if (cap_links_on)
-		cap_runtime_links(id, cb, enter);
-	if (enter)
-		cap_api_time(CUPTI_CB_DOMAIN_RUNTIME_API, id, cb, 1,
-			     id < CUPTI_RUNTIME_TRACE_CBID_SIZE ? cap_rt_names[id] : NULL);
+	cap_call(CUPTI_CB_DOMAIN_RUNTIME_API, id, cb);
 }
 
 static void cap_runtime_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter)
@@ -1082,17 +1078,8 @@ static void cap_runtime_links(CUpti_CallbackId id, const CUpti_CallbackData *cb,
  * call's work (cudaMalloc's cuMemAlloc): neither timed nor scanned again. */
 static void cap_driver_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb)
 {
-	int enter = cb->callbackSite == CUPTI_API_ENTER;
-	if (cap_in_runtime)
-		return;
-	if (!enter)
-		cap_api_time(CUPTI_CB_DOMAIN_DRIVER_API, id, cb, 0,
-			     id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
-	if (cap_links_on)
-		cap_driver_links(id, cb, enter);
-	if (enter)
-		cap_api_time(CUPTI_CB_DOMAIN_DRIVER_API, id, cb, 1,
-			     id < CUPTI_DRIVER_TRACE_CBID_SIZE ? cap_drv_names[id] : NULL);
+	if (!cap_in_runtime)
+		cap_call(CUPTI_CB_DOMAIN_DRIVER_API, id, cb);
 }
 
 static void cap_driver_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, int enter)
@@ -1520,30 +1507,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	}
 	if (rec & CAP_REC_NVTX)
 		cap_enable(CUPTI_ACTIVITY_KIND_MARKER, "NVTX ranges");
-	if (cap_sync_cb) {
-		static const CUpti_CallbackId rt_sync[] = {
-			CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-			CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020,
-			CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
-			CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
-			CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
-			CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
-			CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
-		};
-		static const CUpti_CallbackId drv_sync[] = {
-			CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
-			CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
-			CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
-			CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
-			CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
-			CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent,
-			CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz,
-		};
-		for (size_t i = 0; i < sizeof(rt_sync) / sizeof(rt_sync[0]); i++)
-			cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, rt_sync[i]);
-		for (size_t i = 0; i < sizeof(drv_sync) / sizeof(drv_sync[0]); i++)
-			cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, drv_sync[i]);
-	}
+	for (size_t i = 0; cap_sync_cb && i < sizeof(cap_sync_calls) / sizeof(cap_sync_calls[0]); i++)
+		cuptiEnableCallback(1, cap_subscriber, cap_sync_calls[i].dom, cap_sync_calls[i].id);
 	if (cap_api_mode == CAP_API_CALLBACKS) {
 		for (uint32_t i = 0; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)
 			if (cap_rt_names[i])

@@ -2,7 +2,15 @@
 # timing_accuracy.sh: how well `run --timing` predicts step times, against
 # the step times measured on the H200 (issue 6; docs/timing.md, "Validation").
 #
-#   scripts/timing_accuracy.sh [GPUMEMSIM [TRACES_DIR]]
+#   scripts/timing_accuracy.sh [GPUMEMSIM [TRACES_DIR [QUIET_DIR]]]
+#
+# QUIET_DIR (default TRACES_DIR/torch/quiet) holds the no-caching captures
+# torch-resnet50-bB*.trace.gz with their *.capture.json, and the uncaptured
+# step times of the same host: steps.tsv (model batch conf mean_step_ms,
+# conf caching or nocache) or resnet50-bB-{nocache,caching}-plain.json;
+# without either, TRACES_DIR/measurements/steps. Given explicitly, only
+# the quiet-capture section is printed for it (e.g. traces/torch/quiet2,
+# traces/torch/quiet2/nosource).
 #
 # Prints Markdown on stdout. Needs jq and awk. Deterministic: same traces,
 # same binary, same tables.
@@ -23,10 +31,12 @@
 # Secondary: the contended captures (traces/torch, the old headline) and
 # the CUDA C CNN captures against their own recorded NVTX steps.
 set -u
+. "$(dirname "$0")/timing_lib.sh"
 G=${1:-build/gpumemsim}
 T=${2:-traces}
 M=$T/measurements/steps
-Q=$T/torch/quiet
+Q=${3:-$T/torch/quiet}
+ONLY_QUIET=${3:+1}
 
 die() { echo "timing_accuracy.sh: $*" >&2; exit 1; }
 [ -x "$G" ] || die "$G: not an executable (run make)"
@@ -51,22 +61,28 @@ recorded() {
 }
 jms() { jq -r '.mean_step_s * 1000 | . * 1000 | round / 1000' "$1"; }
 measured() { jms "$M/$1"; }
-err() { awk -v p="$1" -v m="$2" 'BEGIN { printf "%+.1f%%", (p - m) / m * 100 }'; }
+# qtrace B / qcap B: the quiet folder's capture of batch B and its capture.json
+qtrace() { local f; for f in "$Q"/torch-resnet50-b"$1".trace.gz "$Q"/torch-resnet50-b"$1"-*.trace.gz; do [ -r "$f" ] && { echo "$f"; return; }; done; echo "$Q/torch-resnet50-b$1.trace.gz"; }
+qcap() { local t; t=$(qtrace "$1"); echo "${t%.trace.gz}.capture.json"; }
+# qmeasured B CONF (nocache, caching): the uncaptured step (ms) next to
+# the quiet captures (steps.tsv, then *-plain.json), else in $M
+qmeasured() {
+	if [ -r "$Q/steps.tsv" ]; then
+		awk -F'\t' -v b="$1" -v c="$2" '!/^#/ && $1 == "resnet50" && $2 == b && $3 == c { v = $4 }
+			END { if (v == "") exit 1; printf "%.3f\n", v }' "$Q/steps.tsv" && return
+	fi
+	if [ -r "$Q/resnet50-b$1-$2-plain.json" ]; then jms "$Q/resnet50-b$1-$2-plain.json"; return; fi
+	measured "resnet50-b$1-$2-plain.json"
+}
+err() { tl_err "$@"; }
 
-# bisect TRACE WARM TARGET KNOBS SENSE LO HI STEPS DIGITS: the X in [LO, HI]
-# (STEPS halvings, mid points rounded to DIGITS decimals) at which
+# bisect TRACE WARM TARGET KNOBS SENSE LO HI STEPS DIGITS: tl_bisect on
 # cuda_malloc's step time of TRACE (steps after WARM) with cost KNOBS, '@'
-# replaced by X, hits TARGET. SENSE: up when the step time grows with X, down
-# when it shrinks. Prints the final interval, "LO HI".
+# replaced by the parameter
 bisect() {
-	local tr=$1 w=$2 target=$3 k=$4 sense=$5 lo=$6 hi=$7 n=$8 d=$9 mid v i
-	for i in $(seq 1 "$n"); do
-		mid=$(awk -v a="$lo" -v b="$hi" -v d="$d" 'BEGIN { printf "%." d "f", (a + b) / 2 }')
-		v=$(step "$tr" cuda_malloc "${k//@/$mid}" "$w")
-		if awk -v v="$v" -v t="$target" -v s="$sense" 'BEGIN { exit !(s == "up" ? v < t : v > t) }'
-		then lo=$mid; else hi=$mid; fi
-	done
-	echo "$lo $hi"
+	local tr=$1 w=$2 k=$4
+	_ta_eval() { step "$tr" cuda_malloc "${k//@/$1}" "$w"; }
+	tl_bisect _ta_eval "$3" "$5" "$6" "$7" "$8" "$9"
 }
 
 # the cost knobs of form F (o, s, g) with parameter X
@@ -96,32 +112,34 @@ fitq() {
 # ------------------------------------------------------------ quiet captures
 declare -A QW QCAP QREC QRT PLAIN CACHE FP
 for b in 32 64; do
-	tr=$Q/torch-resnet50-b$b.trace.gz
-	cj=$Q/torch-resnet50-b$b.capture.json
+	tr=$(qtrace "$b")
+	cj=$(qcap "$b")
 	[ -r "$tr" ] || die "$tr: missing"
 	[ -r "$cj" ] || die "$cj: missing"
 	QW[$b]=$(jq -r '.warmup' "$cj")
 	QCAP[$b]=$(jms "$cj")
 	QREC[$b]=$(recorded "$tr" "${QW[$b]}")
 	QRT[$b]=$(step "$tr" cuda_malloc "" "${QW[$b]}")
-	PLAIN[$b]=$(measured resnet50-b$b-nocache-plain.json)
-	CACHE[$b]=$(measured resnet50-b$b-caching-plain.json)
+	PLAIN[$b]=$(qmeasured "$b" nocache)
+	CACHE[$b]=$(qmeasured "$b" caching)
 done
 
-echo "## ResNet-50, quiet captures (traces/torch/quiet)"
+echo "## ResNet-50, quiet captures ($Q)"
 echo
 echo "Steps after the capture's warm-up (steps 3-5). Measured: the capture's own"
-echo "step times (*.capture.json) and, uncaptured on an idle H200,"
-echo "\`measurements/steps/resnet50-bB-{nocache,caching}-plain.json\`."
+if [ -r "$Q/steps.tsv" ]; then msrc="\`$Q/steps.tsv\` (the captures' host)"
+elif [ -r "$Q/resnet50-b32-nocache-plain.json" ]; then msrc="\`$Q/resnet50-bB-{nocache,caching}-plain.json\` (the captures' host)"
+else msrc="\`$M/resnet50-bB-{nocache,caching}-plain.json\`"; fi
+echo "step times (*.capture.json) and, uncaptured on an idle H200, $msrc."
 echo
 echo "### Round trip (cuda_malloc, no correction)"
 echo
 echo "| batch | captured (measured) | trace's own steps (recorded) | round trip, predicted | error | earlier quiet capture, no trace | fitted cudaMalloc / cudaFree, small |"
 echo "|---|---|---|---|---|---|---|"
 for b in 32 64; do
-	fc=$("$G" run "$Q/torch-resnet50-b$b.trace.gz" --policy cuda_malloc --timing --no-db --json |
+	fc=$("$G" run "$(qtrace "$b")" --policy cuda_malloc --timing --no-db --json |
 		jq -r '.timing | "\(.malloc_us * 100 | round / 100) / \(.free_us * 100 | round / 100) us"')
-	echo "| $b | ${QCAP[$b]} ms | ${QREC[$b]} ms | ${QRT[$b]} ms | $(err "${QRT[$b]}" "${QCAP[$b]}") | $(measured resnet50-b$b-nocache-capture.json) ms | $fc |"
+	echo "| $b | ${QCAP[$b]} ms | ${QREC[$b]} ms | ${QRT[$b]} ms | $(err "${QRT[$b]}" "${QCAP[$b]}") | $([ -n "$ONLY_QUIET" ] && echo - || echo "$(measured resnet50-b$b-nocache-capture.json) ms") | $fc |"
 done
 echo
 echo "### What the trace says about the capture's own cost (steps 3-5, per step)"
@@ -129,8 +147,8 @@ echo
 echo "| batch | API records | of them cudaMalloc/cudaFree | launch, median | cudaMalloc, 10th percentile | host gaps between API records | GPU busy | (captured - uncaptured step) / API records |"
 echo "|---|---|---|---|---|---|---|---|"
 for b in 32 64; do
-	tr=$Q/torch-resnet50-b$b.trace.gz
-	last=$(jq -r '.step_s[-1] * 1e9 | round' "$Q/torch-resnet50-b$b.capture.json")
+	tr=$(qtrace "$b")
+	last=$(jq -r '.step_s[-1] * 1e9 | round' "$(qcap "$b")")
 	"$G" trace cat "$tr" | awk -v w="${QW[$b]}" -v cap="${QCAP[$b]}" -v plain="${PLAIN[$b]}" -v b="$b" -v last="$last" '
 	# times have 19 digits, more than a double holds exactly: split them
 	function tt(x,   n, hi) { n = length(x); if (n <= 15) return x + 0; hi = substr(x, 1, n - 15) + 0
@@ -174,7 +192,7 @@ echo "| form | knob | fitted on b32 | fitted on b64 |"
 echo "|---|---|---|---|"
 for f in o s g; do
 	for b in 32 64; do
-		FP[$f$b]=$(fitq "$Q/torch-resnet50-b$b.trace.gz" "$f" "${PLAIN[$b]}" "${QW[$b]}")
+		FP[$f$b]=$(fitq "$(qtrace "$b")" "$f" "${PLAIN[$b]}" "${QW[$b]}")
 	done
 	case $f in
 	o) n="O (per API call)"; k="api_overhead_us" ;;
@@ -189,7 +207,7 @@ echo
 echo "| batch | what | measured | correction | sample | predicted | error |"
 echo "|---|---|---|---|---|---|---|"
 for b in 32 64; do
-	tr=$Q/torch-resnet50-b$b.trace.gz
+	tr=$(qtrace "$b")
 	w=${QW[$b]}
 	p=$(step "$tr" pytorch "" "$w")
 	echo "| $b | (a) caching on, pytorch | ${CACHE[$b]} ms | none | - | $p ms | $(err "$p" "${CACHE[$b]}") |"
@@ -214,16 +232,17 @@ echo "cudaMalloc/cudaFree cost curves) replayed on the b64 trace:"
 echo
 echo "| batch | what | measured | correction | sample | predicted | error |"
 echo "|---|---|---|---|---|---|---|"
-cc=$("$G" run "$Q/torch-resnet50-b32.trace.gz" --policy cuda_malloc --timing --no-db --json |
+cc=$("$G" run "$(qtrace 32)" --policy cuda_malloc --timing --no-db --json |
 	jq -r '.timing | "malloc_us=\(.malloc_us),malloc_large_us=\(.malloc_large_us),malloc_us_per_mib=\(.malloc_us_per_mib),free_us=\(.free_us),free_large_us=\(.free_large_us),free_us_per_mib=\(.free_us_per_mib)"')
 k="$(knobs g "${FP[g32]% !}"),$cc"
 for pol in cuda_malloc pytorch; do
 	if [ $pol = pytorch ]; then what="(a) caching on, pytorch"; ms=${CACHE[64]}
 	else what="(b) no caching, cuda_malloc"; ms=${PLAIN[64]}; fi
-	p=$(step "$Q/torch-resnet50-b64.trace.gz" "$pol" "$k" "${QW[64]}")
+	p=$(step "$(qtrace 64)" "$pol" "$k" "${QW[64]}")
 	echo "| 64 | $what | $ms ms | G and call costs of b32 | out | $p ms | $(err "$p" "$ms") |"
 done
 echo
+[ -n "$ONLY_QUIET" ] && exit 0
 # ------------------------------------------------------------ contended captures
 # bisect KNOB of "host_scale=S,api_overhead_us=O" (KNOB is s or o) so that
 # cuda_malloc's step time hits TARGET; both shrink the step as they grow

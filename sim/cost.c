@@ -173,15 +173,45 @@ static int push(struct cost_sample **a, size_t *n, size_t *cap, uint64_t bytes, 
 	return 0;
 }
 
+/* Push the settling free: its own cost is its duration minus the wait
+ * for the GPU work launched before it. */
+static int settle_free(struct cost_fitter *f)
+{
+	if (!f->settling)
+		return 0;
+	f->settling = 0;
+	uint64_t busy = f->set_busy < f->set_end ? f->set_busy : f->set_end;
+	uint64_t wait = busy > f->set_start ? busy - f->set_start : 0;
+	return push(&f->fre, &f->nfre, &f->capfre, f->set_bytes, f->set_end - f->set_start - wait);
+}
+
 int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const char *name)
 {
+	/* records come by start time: one starting after the settling free
+	 * ended is no GPU work that free could have waited for */
+	if (f->settling && rec->start > f->set_end && settle_free(f) < 0)
+		return -1;
 	switch (rec->type) {
 	case TREC_KERNEL:
 	case TREC_MEMCPY:
-	case TREC_MEMSET:
+	case TREC_MEMSET: {
 		if (rec->end > f->gpu_busy)
 			f->gpu_busy = rec->end;
+		/* CUPTI's correlation ids grow with every API call: GPU work
+		 * with a smaller id than the free was launched before it,
+		 * even when it started (and so is recorded) after the free did;
+		 * without ids, work that started inside the call counts */
+		uint64_t corr = rec->type == TREC_KERNEL ? rec->u.kernel.corr : rec->u.copy.corr;
+		if (f->pend_kind == COST_API_FREE &&
+		    (corr && f->pend_corr ? corr < f->pend_corr : rec->start < f->pend_end) &&
+		    rec->end > f->pend_busy)
+			f->pend_busy = rec->end;
+		if (f->settling &&
+		    (corr && f->set_corr ? corr < f->set_corr : rec->start < f->set_end) &&
+		    rec->end > f->set_busy)
+			f->set_busy = rec->end;
 		return 0;
+	}
 	case TREC_API: {
 		enum cost_api k = cost_api_kind(name);
 		if (k == COST_API_MEM && cost_api_is_async(name)) {
@@ -192,13 +222,15 @@ int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const ch
 		}
 		if (k != COST_API_MALLOC && k != COST_API_FREE)
 			return 0;
+		if (settle_free(f) < 0)
+			return -1;
 		f->pend_kind = k;
 		f->pend_start = rec->start;
 		f->pend_end = rec->end >= rec->start ? rec->end : rec->start;
 		f->pend_corr = rec->u.api.corr;
-		/* the part of a cudaFree spent waiting for work queued before it */
-		uint64_t busy = f->gpu_busy < f->pend_end ? f->gpu_busy : f->pend_end;
-		f->pend_wait = busy > f->pend_start ? busy - f->pend_start : 0;
+		/* GPU work recorded so far started before the call: a cudaFree
+		 * waits for all of it */
+		f->pend_busy = f->gpu_busy;
 		return 0;
 	}
 	case TREC_ALLOC:
@@ -215,7 +247,14 @@ int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const ch
 			return push(&f->mal, &f->nmal, &f->capmal, rec->u.mem.bytes, ns);
 		if (rec->u.mem.bytes == 0)
 			return 0; /* size unknown: cannot place it on the curve */
-		return push(&f->fre, &f->nfre, &f->capfre, rec->u.mem.bytes, ns - f->pend_wait);
+		/* GPU records after this one may still belong to its wait */
+		f->settling = 1;
+		f->set_start = f->pend_start;
+		f->set_end = f->pend_end;
+		f->set_corr = f->pend_corr;
+		f->set_busy = f->pend_busy;
+		f->set_bytes = rec->u.mem.bytes;
+		return 0;
 	}
 	default:
 		return 0;
@@ -297,6 +336,8 @@ static void fit_curve(struct cost_sample *s, size_t n, struct cost_curve *c)
 
 void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
 {
+	/* out of memory here loses one sample, no more */
+	(void)settle_free(f);
 	cost_defaults(m);
 	fit_curve(f->mal, f->nmal, &m->malloc_c);
 	fit_curve(f->fre, f->nfre, &m->free_c);

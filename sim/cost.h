@@ -109,7 +109,11 @@ struct cost_fitter {
 	uint64_t gpu_busy;            /* latest end of GPU work started so far */
 	/* the open cudaMalloc/cudaFree call waiting for its 'a'/'f' record */
 	int pend_kind;                /* COST_API_MALLOC/FREE or 0 */
-	uint64_t pend_start, pend_end, pend_corr, pend_wait;
+	uint64_t pend_start, pend_end, pend_corr, pend_busy;
+	/* a cudaFree whose 'f' came, held until no later record can be GPU
+	 * work it waited for (launched before it, recorded after it) */
+	int settling;
+	uint64_t set_start, set_end, set_corr, set_busy, set_bytes;
 };
 
 void cost_fitter_init(struct cost_fitter *f);

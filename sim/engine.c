@@ -99,6 +99,7 @@ struct erec {
 /* GPU work found by the launch pre-pass, issued at its API call. */
 struct gpu_op {
 	uint64_t dur;
+	uint64_t end;                 /* recorded end: the sync-wait watermark */
 	uint32_t stream;
 	int issued;
 };
@@ -1387,6 +1388,11 @@ static int on_api_timed(struct engine *e, const struct erec *rec, uint64_t now,
 	if (op->issued)
 		return 0;
 	op->issued = 1;
+	/* the recorded host waited for this work from its launch on, also
+	 * when its record comes later in the file (the host ran ahead): a
+	 * sync after this call must not count that wait as its own cost */
+	if (op->end > e->trace_gpu_busy)
+		e->trace_gpu_busy = op->end;
 	return gpu_issue(e, op->stream, now + (dur - oh), op->dur, rec->line, err, errlen);
 }
 
@@ -1817,6 +1823,7 @@ static int launch_prepass(struct engine *e, char *err, size_t errlen)
 			cap = ncap;
 		}
 		e->ops[e->nops].dur = rec.end >= rec.start ? rec.end - rec.start : 0;
+		e->ops[e->nops].end = rec.end;
 		e->ops[e->nops].stream = stream;
 		e->ops[e->nops].issued = 0;
 		if (u64map_put(&e->launch, corr, ++e->nops) < 0)

@@ -1,0 +1,48 @@
+# timing_lib.sh: shell helpers shared by scripts/timing_accuracy.sh and
+# scripts/cnn_timing.sh (issue 6, docs/timing.md): relative errors, their
+# median and max, and the bisection that fits one cost knob to a measured
+# step time. Sourced, not run.
+
+# err PREDICTED MEASURED: signed relative error, "+1.2%"; "-" when either is "-"
+tl_err() {
+	if [ "$1" = - ] || [ "$2" = - ]; then echo -; return; fi
+	awk -v p="$1" -v m="$2" 'BEGIN { printf "%+.1f%%", (p - m) / m * 100 }'
+}
+
+# tl_summary ERRORS...: "median |error| M%, max N% (K figures)" of the
+# signed errors given ("+1.2%", "-" ignored)
+tl_summary() {
+	printf '%s\n' "$@" | tr -d '%+' | awk '
+		$1 != "-" && $1 != "" { v[++n] = ($1 < 0 ? -$1 : $1) }
+		END {
+			if (!n) { print "no figures"; exit }
+			for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+			med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			printf "median |error| %.1f%%, max %.1f%% (%d figures)\n", med, v[n], n
+		}'
+}
+
+# tl_bisect FN TARGET SENSE LO HI STEPS DIGITS: the X in [LO, HI] (STEPS
+# halvings, mid points rounded to DIGITS decimals) at which `FN X` (a shell
+# function printing a step time) hits TARGET. SENSE: up when FN grows with
+# X, down when it shrinks. Prints the final interval, "LO HI".
+tl_bisect() {
+	local fn=$1 target=$2 sense=$3 lo=$4 hi=$5 n=$6 d=$7 mid v i
+	for i in $(seq 1 "$n"); do
+		mid=$(awk -v a="$lo" -v b="$hi" -v d="$d" 'BEGIN { printf "%." d "f", (a + b) / 2 }')
+		v=$("$fn" "$mid")
+		if awk -v v="$v" -v t="$target" -v s="$sense" 'BEGIN { exit !(s == "up" ? v < t : v > t) }'
+		then lo=$mid; else hi=$mid; fi
+	done
+	echo "$lo $hi"
+}
+
+# tl_mid "LO HI" BOUND_LO BOUND_HI: the interval's middle, 4 decimals, with
+# " !" when it sits on a search bound (the target is out of reach)
+tl_mid() {
+	local lo hi
+	read -r lo hi <<<"$1"
+	awk -v a="$lo" -v b="$hi" -v l="$2" -v h="$3" 'BEGIN {
+		x = (a + b) / 2; e = (h - l) / 1000
+		printf "%.4f%s", x, (x < l + e || x > h - e) ? " !" : "" }'
+}
