@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 #include "ordset.h"
 
 #define BFC_MIN_ALLOC 256ull
@@ -75,9 +76,11 @@ struct bfc_state {
 	uint64_t curr_region_bytes, total_region_bytes;
 	int started_backpedal;
 	struct bfc_chunk *chunks;      /* slot 0 unused */
-	uint32_t nchunks, capchunks, free_slots;
+	uint32_t nchunks, free_slots;
+	size_t capchunks;
 	struct bfc_region *regions;
-	uint32_t nregions, capregions;
+	uint32_t nregions;
+	size_t capregions;
 	struct sizeset free_set;       /* free chunks by (size, ptr): the bins */
 	struct u64map in_use;          /* ptr -> chunk, chunks handed out */
 	/* stats, as memory_stats() names them */
@@ -133,14 +136,8 @@ static uint32_t bfc_new_chunk(struct bfc_state *s)
 		s->free_slots = s->chunks[h].in_use;
 		return h;
 	}
-	if (s->nchunks + 1 >= s->capchunks) {
-		uint32_t ncap = s->capchunks ? s->capchunks * 2 : 256;
-		struct bfc_chunk *nc = realloc(s->chunks, (size_t)ncap * sizeof *nc);
-		if (!nc)
-			return 0;
-		s->chunks = nc;
-		s->capchunks = ncap;
-	}
+	if (VEC_RESERVE(s->chunks, s->capchunks, (size_t)s->nchunks + 2, 256) < 0)
+		return 0;
 	return ++s->nchunks;
 }
 
@@ -180,14 +177,8 @@ static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream)
 		return 0;
 	if (!increased)
 		s->curr_region_bytes *= 2;
-	if (s->nregions == s->capregions) {
-		uint32_t ncap = s->capregions ? s->capregions * 2 : 16;
-		struct bfc_region *nr = realloc(s->regions, (size_t)ncap * sizeof *nr);
-		if (!nr)
-			goto undo;
-		s->regions = nr;
-		s->capregions = ncap;
-	}
+	if (VEC_RESERVE(s->regions, s->capregions, (size_t)s->nregions + 1, 16) < 0)
+		goto undo;
 	uint32_t h = bfc_new_chunk(s);
 	if (!h)
 		goto undo;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 #include "ordset.h"
 
 
@@ -44,13 +45,15 @@ struct bd_state {
 	unsigned min_shift;
 	/* free blocks: a set by address per order, and their addresses */
 	struct bd_node *nodes;          /* slot 0 unused */
-	uint32_t nnodes, capnodes, free_nodes;
+	uint32_t nnodes, free_nodes;
+	size_t capnodes;
 	uint32_t root[64];              /* per order */
 	uint64_t orders;                /* bit k: root[k] != 0 */
 	uint64_t nfree;
 	struct u64map free_at;          /* free block address -> node */
 	struct bd_chunk *chunks;
-	uint32_t nchunks, capchunks;
+	uint32_t nchunks;
+	size_t capchunks;
 	struct u64map live;             /* addr -> chunk slot << 8 | order */
 	uint64_t in_use, pool, peak_pool, live_chunks, device_chunks;
 };
@@ -70,14 +73,8 @@ static int bd_free_add(struct bd_state *s, unsigned order, uint64_t addr, uint32
 	if (h) {
 		s->free_nodes = s->nodes[h].node.l;
 	} else {
-		if (s->nnodes + 1 >= s->capnodes) {
-			uint32_t ncap = s->capnodes ? s->capnodes * 2 : 256;
-			struct bd_node *nn = realloc(s->nodes, (size_t)ncap * sizeof *nn);
-			if (!nn)
-				return -1;
-			s->nodes = nn;
-			s->capnodes = ncap;
-		}
+		if (VEC_RESERVE(s->nodes, s->capnodes, (size_t)s->nnodes + 2, 256) < 0)
+			return -1;
 		h = ++s->nnodes;
 	}
 	if (u64map_put(&s->free_at, addr, h) < 0) {
@@ -143,14 +140,8 @@ static int bd_new_chunk(struct bd_state *s, unsigned order, uint32_t stream)
 	uint32_t slot = 0;
 	while (slot < s->nchunks && s->chunks[slot].used)
 		slot++;
-	if (slot == s->nchunks && s->nchunks == s->capchunks) {
-		uint32_t ncap = s->capchunks ? s->capchunks * 2 : 16;
-		struct bd_chunk *nc = realloc(s->chunks, (size_t)ncap * sizeof *nc);
-		if (!nc)
-			return -1;
-		s->chunks = nc;
-		s->capchunks = ncap;
-	}
+	if (slot == s->nchunks && VEC_RESERVE(s->chunks, s->capchunks, (size_t)slot + 1, 16) < 0)
+		return -1;
 	if (device_malloc(s->dev, bytes, stream, &addr) != DEVICE_OK &&
 	    (!bd_release_free_chunks(s) || device_malloc(s->dev, bytes, stream, &addr) != DEVICE_OK))
 		return -1;

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 #include "ordset.h"
 
 #define CA_ROUND 256ull
@@ -68,11 +69,13 @@ struct ca_state {
 	uint64_t release_threshold;
 	uint64_t base, top;          /* virtual range; top: first never-used byte */
 	struct ca_seg *segs;         /* slot 0 unused */
-	uint32_t nsegs, capsegs, free_slots;
+	uint32_t nsegs, free_slots;
+	size_t capsegs;
 	uint32_t last;               /* the segment ending at top, 0 = none */
 	struct sizeset global;       /* ranges free to every stream */
 	struct ca_class *cl;         /* ranges free to one stream, by class */
-	uint32_t ncl, capcl;
+	uint32_t ncl;
+	size_t capcl;
 	struct u64map live;          /* block addr -> segment */
 	uint32_t *pages;             /* page number -> users * 2 + mapped */
 	uint64_t *idle;              /* bit per page: mapped, no users (pages[] == 1) */
@@ -99,14 +102,8 @@ static uint32_t ca_new_seg(struct ca_state *s)
 		s->free_slots = s->segs[h].next;
 		return h;
 	}
-	if (s->nsegs + 1 >= s->capsegs) {
-		uint32_t ncap = s->capsegs ? s->capsegs * 2 : 256;
-		struct ca_seg *ns = realloc(s->segs, (size_t)ncap * sizeof *ns);
-		if (!ns)
-			return 0;
-		s->segs = ns;
-		s->capsegs = ncap;
-	}
+	if (VEC_RESERVE(s->segs, s->capsegs, (size_t)s->nsegs + 2, 256) < 0)
+		return 0;
 	return ++s->nsegs;
 }
 
@@ -142,14 +139,8 @@ static struct sizeset *ca_index(struct ca_state *s, uint64_t cls, int create)
 		return &s->cl[lo].ix;
 	if (!create)
 		return NULL;
-	if (s->ncl == s->capcl) {
-		uint32_t ncap = s->capcl ? s->capcl * 2 : 4;
-		struct ca_class *nc = realloc(s->cl, ncap * sizeof *nc);
-		if (!nc)
-			return NULL;
-		s->cl = nc;
-		s->capcl = ncap;
-	}
+	if (VEC_RESERVE(s->cl, s->capcl, (size_t)s->ncl + 1, 4) < 0)
+		return NULL;
 	struct sizeset ix;
 	if (sizeset_init(&ix, 0) < 0)
 		return NULL;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 #include "ordset.h"
 
 #define OP_ROUND 256ull
@@ -54,9 +55,11 @@ struct op_buf { uint64_t id, size, off; uint32_t start, end; };
 struct op_state {
 	struct sim_device *dev;
 	struct op_buf *bufs;
-	uint32_t nbufs, capbufs;
+	uint32_t nbufs;
+	size_t capbufs;
 	uint32_t *events;              /* buffer index, | OP_FREE_BIT for a free */
-	uint32_t nevents, capevents;
+	uint32_t nevents;
+	size_t capevents;
 	struct u64map by_addr;         /* pre-pass: trace addr -> live buffer */
 	struct u64map by_id;           /* trace id -> buffer (only once ids_sorted is 0) */
 	int ids_sorted;                /* ids strictly increase: found by bisection */
@@ -65,7 +68,8 @@ struct op_state {
 	/* replay */
 	uint64_t arena;                /* 0 until the first request */
 	struct op_node *nodes;         /* live_iv's nodes, slot 0 unused */
-	uint32_t nnodes, capnodes, free_nodes;
+	uint32_t nnodes, free_nodes;
+	size_t capnodes;
 	uint32_t live_iv;              /* root: blocks served from the arena, by offset */
 	struct u64map served;          /* offset -> node of live_iv */
 	uint32_t cursor;               /* the buffer the next request most likely is */
@@ -82,14 +86,8 @@ static uint64_t op_round(uint64_t n)
 
 static int op_push_event(struct op_state *s, uint32_t v)
 {
-	if (s->nevents == s->capevents) {
-		uint32_t ncap = s->capevents ? s->capevents * 2 : 1024;
-		uint32_t *ne = realloc(s->events, (size_t)ncap * sizeof *ne);
-		if (!ne)
-			return -1;
-		s->events = ne;
-		s->capevents = ncap;
-	}
+	if (VEC_RESERVE(s->events, s->capevents, (size_t)s->nevents + 1, 1024) < 0)
+		return -1;
 	s->events[s->nevents++] = v;
 	return 0;
 }
@@ -122,14 +120,8 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 		if (op_push_event(s, (uint32_t)v | OP_FREE_BIT) < 0)
 			return -1;
 	}
-	if (s->nbufs == s->capbufs) {
-		uint32_t ncap = s->capbufs ? s->capbufs * 2 : 1024;
-		struct op_buf *nb = realloc(s->bufs, (size_t)ncap * sizeof *nb);
-		if (!nb)
-			return -1;
-		s->bufs = nb;
-		s->capbufs = ncap;
-	}
+	if (VEC_RESERVE(s->bufs, s->capbufs, (size_t)s->nbufs + 1, 1024) < 0)
+		return -1;
 	uint32_t i = s->nbufs;
 	s->bufs[i] = (struct op_buf){m->id, m->bytes, 0, s->nevents, OP_NEVER};
 	if (u64map_put(&s->by_addr, m->addr, i) < 0 || op_push_event(s, i) < 0)
@@ -155,7 +147,8 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 
 struct op_planner {
 	struct op_node *n;             /* segments, slot 0 unused */
-	uint32_t used, cap, free_slots, last;
+	uint32_t used, free_slots, last;
+	size_t cap;
 	struct sizeset gaps;           /* gaps below the top, by (size, offset) */
 };
 
@@ -167,14 +160,8 @@ static uint32_t op_seg_new(struct op_planner *pl)
 		pl->free_slots = pl->n[h].node.l;
 		return h;
 	}
-	if (pl->used + 1 >= pl->cap) {
-		uint32_t ncap = pl->cap ? pl->cap * 2 : 1024;
-		struct op_node *nn = realloc(pl->n, (size_t)ncap * sizeof *nn);
-		if (!nn)
-			return 0;
-		pl->n = nn;
-		pl->cap = ncap;
-	}
+	if (VEC_RESERVE(pl->n, pl->cap, (size_t)pl->used + 2, 1024) < 0)
+		return 0;
 	return ++pl->used;
 }
 
@@ -434,14 +421,8 @@ static int op_place(struct op_state *s, uint64_t off, uint64_t size)
 	if (x) {
 		s->free_nodes = s->nodes[x].node.l;
 	} else {
-		if (s->nnodes + 1 >= s->capnodes) {
-			uint32_t ncap = s->capnodes ? s->capnodes * 2 : 256;
-			struct op_node *nn = realloc(s->nodes, (size_t)ncap * sizeof *nn);
-			if (!nn)
-				return 0;
-			s->nodes = nn;
-			s->capnodes = ncap;
-		}
+		if (VEC_RESERVE(s->nodes, s->capnodes, (size_t)s->nnodes + 2, 256) < 0)
+			return 0;
 		x = ++s->nnodes;
 	}
 	if (u64map_put(&s->served, off, x) < 0) {

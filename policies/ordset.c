@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim/vec.h"
+
 /* Walk the tree at ROOT with an explicit stack (a degenerate tree cannot
  * overflow the C stack); each entry carries the parent it must link to and
  * the key bounds its ancestors impose. Counts the nodes into *COUNT. */
@@ -33,14 +35,9 @@ static int ordset_check_tree(struct ordset_nodes n, uint32_t root, size_t *count
 			rc = -1;
 			goto out;
 		}
-		if (top + 2 > cap) {
-			struct frame *ns = realloc(st, 2 * cap * sizeof *st);
-			if (!ns) {
-				rc = -1;
-				goto out;
-			}
-			st = ns;
-			cap *= 2;
+		if (VEC_RESERVE(st, cap, top + 2, 64) < 0) {
+			rc = -1;
+			goto out;
 		}
 		if (nx->l)
 			st[top++] = (struct frame){nx->l, f.x, f.has_lo, 1, f.lo1, f.lo2, nx->k1, nx->k2};

@@ -57,6 +57,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 
 #define MIB (1024ull * 1024ull)
 #define PT_MIN_BLOCK 512ull
@@ -189,14 +190,8 @@ static int block_is_split(const struct pt_block *b)
 static struct pt_block *block_new(struct pytorch_state *s)
 {
 	if (!s->free_list) {
-		if (s->nchunks == s->capchunks) {
-			size_t nc = s->capchunks ? s->capchunks * 2 : 16;
-			struct pt_block **na = realloc(s->chunks, nc * sizeof *na);
-			if (!na)
-				return NULL;
-			s->chunks = na;
-			s->capchunks = nc;
-		}
+		if (VEC_RESERVE(s->chunks, s->capchunks, s->nchunks + 1, 16) < 0)
+			return NULL;
 		struct pt_block *c = calloc(BLOCKS_PER_CHUNK, sizeof *c);
 		if (!c)
 			return NULL;
@@ -459,14 +454,8 @@ static struct pt_sidx *sidx_lookup(struct pt_pool *p, uint32_t stream, int creat
 		return p->last = p->sx[lo];
 	if (!create)
 		return NULL;
-	if (p->nsx == p->capsx) {
-		size_t nc = p->capsx ? p->capsx * 2 : 4;
-		struct pt_sidx **na = realloc(p->sx, nc * sizeof *na);
-		if (!na)
-			return NULL;
-		p->sx = na;
-		p->capsx = nc;
-	}
+	if (VEC_RESERVE(p->sx, p->capsx, p->nsx + 1, 4) < 0)
+		return NULL;
 	struct pt_sidx *x = calloc(1, sizeof *x);
 	if (!x)
 		return NULL;

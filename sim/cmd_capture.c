@@ -24,6 +24,7 @@
 
 #include "../capture/convert.h"
 #include "cli.h"
+#include "vec.h"
 
 #define CAPTURE_LIB_NAME "libgpumemsim_capture.so"
 #define CAPTURE_DEFAULT_OUT "capture.trace.gz"
@@ -139,7 +140,8 @@ static int capture_print_report(const char *report)
 	FILE *f = fopen(report, "r");
 	char line[PATH_MAX + 128];
 	struct { char path[PATH_MAX]; unsigned long long recs, dropped; int complete; } *e = NULL;
-	int n = 0, cap = 0;
+	int n = 0;
+	size_t cap = 0;
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
@@ -151,14 +153,8 @@ static int capture_print_report(const char *report)
 		for (i = 0; i < n && strcmp(e[i].path, path); i++)
 			;
 		if (i == n) {
-			if (n == cap) {
-				int nc = cap ? cap * 2 : 8;
-				void *ne = realloc(e, (size_t)nc * sizeof(*e));
-				if (!ne)
-					break;
-				e = ne;
-				cap = nc;
-			}
+			if (VEC_RESERVE(e, cap, (size_t)n + 1, 8) < 0)
+				break;
 			snprintf(e[n++].path, sizeof(e->path), "%s", path);
 		}
 		e[i].recs = recs;

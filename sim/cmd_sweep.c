@@ -22,6 +22,7 @@
 #include "json.h"
 #include "store.h"
 #include "sweep.h"
+#include "vec.h"
 
 #define DEFAULT_DB "results.db"
 
@@ -96,14 +97,8 @@ static void usage(FILE *f)
 
 static int list_push(struct list *l, const char *s)
 {
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 8;
-		const char **nv = realloc(l->v, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		l->v = nv;
-		l->cap = nc;
-	}
+	if (VEC_RESERVE(l->v, l->cap, l->n + 1, 8) < 0)
+		return -1;
 	l->v[l->n++] = s;
 	return 0;
 }
@@ -315,14 +310,8 @@ static const struct sweep_trace *get_trace(struct plan *p, const char *path, cha
 static int add_job(struct plan *p, const struct sweep_trace *t, const struct alloc_policy *pol,
 		   const char *conf, uint64_t cap)
 {
-	if (p->njobs == p->jcap) {
-		size_t nc = p->jcap ? p->jcap * 2 : 64;
-		struct sweep_job *nj = realloc(p->jobs, nc * sizeof *nj);
-		if (!nj)
-			return -1;
-		p->jobs = nj;
-		p->jcap = nc;
-	}
+	if (VEC_RESERVE(p->jobs, p->jcap, p->njobs + 1, 64) < 0)
+		return -1;
 	struct sweep_job *j = &p->jobs[p->njobs++];
 	j->trace = t;
 	j->policy = pol;

@@ -33,7 +33,7 @@ static const char table_sql[] =
 	" FROM runs r"
 	" WHERE r.id=(SELECT max(x.id) FROM runs x WHERE x.trace_crc32=r.trace_crc32"
 	"   AND x.policy=r.policy AND x.conf=r.conf AND x.capacity=r.capacity)"
-	" ORDER BY r.trace_path, r.policy='optimal', r.policy, r.conf<>'', r.conf";
+	" ORDER BY r.trace_path, r.capacity DESC, r.policy='optimal', r.policy, r.conf<>'', r.conf";
 
 enum { C_PATH, C_MODEL, C_BATCH, C_POLICY, C_CONF, C_RES, C_ALLOC, C_REQ, C_DALLOC,
        C_DFREE, C_RETRY, C_OOM, C_CAP, C_DEFRES, C_N };
@@ -79,21 +79,21 @@ static int print_row(void *vctx, int ncols, const char *const *c)
 		json_end_object(&t->j);
 		return 0;
 	}
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32], b3[32], b4[32];
 	if (strcmp(t->last_path, c[C_PATH])) {
 		snprintf(t->last_path, sizeof t->last_path, "%s", c[C_PATH]);
 		printf("\n%s%s%s%s%s  (floor: peak of live requests %s)\n", c[C_PATH],
 		       *c[C_MODEL] ? "  model=" : "", c[C_MODEL], *c[C_BATCH] ? "  batch=" : "",
 		       c[C_BATCH], cli_fmt_bytes(req, b1, sizeof b1));
-		printf("  %-12s %-46s %12s %12s %9s %8s %8s %7s %4s %10s\n", "policy", "setting",
-		       "reserved", "allocated", "res/floor", "dev.mal", "dev.free", "retries",
+		printf("  %-10s %-12s %-46s %12s %12s %9s %8s %8s %7s %4s %10s\n", "device",
+		       "policy", "setting", "reserved", "allocated", "res/floor", "dev.mal", "dev.free", "retries",
 		       "OOM", "vs default");
 	}
 	char vs[32] = "";
 	if (c[C_DEFRES] && *c[C_CONF])
 		snprintf(vs, sizeof vs, "%+.1f%%%s", 100.0 * vs_def, vs_def > 0.005 ? " WORSE" : "");
-	printf("  %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
-	       c[C_POLICY], *c[C_CONF] ? c[C_CONF] : "(default)", cli_fmt_bytes(res, b2, sizeof b2),
+	printf("  %-10s %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
+	       cli_fmt_bytes(col_u64(c[C_CAP]), b4, sizeof b4), c[C_POLICY], *c[C_CONF] ? c[C_CONF] : "(default)", cli_fmt_bytes(res, b2, sizeof b2),
 	       cli_fmt_bytes(col_u64(c[C_ALLOC]), b3, sizeof b3), vs_floor, col_u64(c[C_DALLOC]),
 	       col_u64(c[C_DFREE]), col_u64(c[C_RETRY]), col_u64(c[C_OOM]) ? "yes" : "no", vs);
 	return 0;

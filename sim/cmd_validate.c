@@ -32,6 +32,7 @@
 #include "engine.h"
 #include "json.h"
 #include "u64map.h"
+#include "vec.h"
 #include "../traces/import_torch.h"
 
 struct dev_op { uint32_t op; uint64_t addr, bytes; };
@@ -46,15 +47,9 @@ static void log_op(void *ctx, uint32_t op, uint64_t addr, uint64_t bytes, uint64
 {
 	struct op_log *l = ctx;
 	(void)t;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 256;
-		struct dev_op *no = realloc(l->ops, nc * sizeof *no);
-		if (!no) {
-			l->oom = 1;
-			return;
-		}
-		l->ops = no;
-		l->cap = nc;
+	if (VEC_RESERVE(l->ops, l->cap, l->n + 1, 256) < 0) {
+		l->oom = 1;
+		return;
 	}
 	l->ops[l->n].op = op;
 	l->ops[l->n].addr = addr;
@@ -600,14 +595,8 @@ static int validate_truth(const char *kind, const char *dir, const char *only, i
 		if (l <= 9 || strcmp(de->d_name + l - 9, ".trace.gz") ||
 		    (jax && strncmp(de->d_name, "jax-", 4)) || (only && !strstr(de->d_name, only)))
 			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 32;
-			char **nn = realloc(names, nc * sizeof *nn);
-			if (!nn)
-				goto oom;
-			names = nn;
-			cap = nc;
-		}
+		if (VEC_RESERVE(names, cap, n + 1, 32) < 0)
+			goto oom;
 		if (!(names[n] = strndup(de->d_name, l - 9)))
 			goto oom;
 		n++;
@@ -778,14 +767,8 @@ int cmd_validate(int argc, char **argv)
 			continue;
 		if (only && !strstr(de->d_name, only))
 			continue;
-		if (nnames == capnames) {
-			size_t nc = capnames ? capnames * 2 : 64;
-			char **nn = realloc(names, nc * sizeof *nn);
-			if (!nn)
-				goto oom;
-			names = nn;
-			capnames = nc;
-		}
+		if (VEC_RESERVE(names, capnames, nnames + 1, 64) < 0)
+			goto oom;
 		names[nnames] = strndup(de->d_name, n - 9);
 		if (!names[nnames])
 			goto oom;

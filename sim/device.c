@@ -31,6 +31,7 @@
 
 #include "cost.h"
 #include "u64map.h"
+#include "vec.h"
 #include "../traces/trace.h"
 
 #define PAGE (2ull << 20)
@@ -141,14 +142,8 @@ void device_get_counters(const struct sim_device *d, struct device_counters *c)
 
 static int heap_push(struct addr_heap *h, uint64_t v)
 {
-	if (h->n == h->cap) {
-		size_t ncap = h->cap ? h->cap * 2 : 8;
-		uint64_t *na = realloc(h->a, ncap * sizeof *na);
-		if (!na)
-			return -1;
-		h->a = na;
-		h->cap = ncap;
-	}
+	if (VEC_RESERVE(h->a, h->cap, h->n + 1, 8) < 0)
+		return -1;
 	size_t i = h->n++;
 	while (i && h->a[(i - 1) / 2] > v) {
 		h->a[i] = h->a[(i - 1) / 2];
@@ -210,14 +205,8 @@ static void synth_return(struct sim_device *d, uint64_t addr, uint64_t bytes)
 {
 	uint64_t fp = footprint(bytes), idx;
 	if (!class_get(d, fp, &idx)) {
-		if (d->nheaps == d->capheaps) {
-			size_t ncap = d->capheaps ? d->capheaps * 2 : 16;
-			struct addr_heap *nh = realloc(d->heaps, ncap * sizeof *nh);
-			if (!nh)
-				return; /* the range is simply not reused */
-			d->heaps = nh;
-			d->capheaps = ncap;
-		}
+		if (VEC_RESERVE(d->heaps, d->capheaps, d->nheaps + 1, 16) < 0)
+			return; /* the range is simply not reused */
 		idx = d->nheaps++;
 		memset(&d->heaps[idx], 0, sizeof d->heaps[idx]);
 		if (fp / PAGE - 1 < SMALL_CLASSES) {
@@ -253,14 +242,8 @@ static void note_recorded_map(struct sim_device *d, uint64_t addr)
 			d->vb_tail -= d->vb_head;
 			d->vb_head = 0;
 		}
-		if (d->vb_tail == d->vb_cap) {
-			size_t ncap = d->vb_cap ? d->vb_cap * 2 : 16;
-			uint64_t *nv = realloc(d->vabase, ncap * sizeof *nv);
-			if (!nv)
-				return;
-			d->vabase = nv;
-			d->vb_cap = ncap;
-		}
+		if (VEC_RESERVE(d->vabase, d->vb_cap, d->vb_tail + 1, 16) < 0)
+			return;
 	}
 	d->vabase[d->vb_tail++] = addr;
 }
@@ -281,14 +264,8 @@ void device_note_recorded(struct sim_device *d, uint32_t op, uint64_t addr, uint
 			d->rec_tail -= d->rec_head;
 			d->rec_head = 0;
 		}
-		if (d->rec_tail == d->rec_cap) {
-			size_t ncap = d->rec_cap ? d->rec_cap * 2 : 64;
-			struct recorded *nr = realloc(d->rec, ncap * sizeof *nr);
-			if (!nr)
-				return;
-			d->rec = nr;
-			d->rec_cap = ncap;
-		}
+		if (VEC_RESERVE(d->rec, d->rec_cap, d->rec_tail + 1, 64) < 0)
+			return;
 	}
 	d->rec[d->rec_tail].addr = addr;
 	d->rec[d->rec_tail].bytes = bytes;
@@ -422,15 +399,7 @@ uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes)
 		}
 		if (found) {
 			d->c.recorded_used++;
-			if (d->nva == d->capva) {
-				size_t ncap = d->capva ? d->capva * 2 : 8;
-				struct va_range *nv = realloc(d->va, ncap * sizeof *nv);
-				if (nv) {
-					d->va = nv;
-					d->capva = ncap;
-				}
-			}
-			if (d->nva < d->capva) {
+			if (VEC_RESERVE(d->va, d->capva, d->nva + 1, 8) == 0) {
 				d->va[d->nva].base = a;
 				d->va[d->nva].size = bytes;
 				d->nva++;

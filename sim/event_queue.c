@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 
+#include "vec.h"
+
 static inline int before(const struct eq_event *a, const struct eq_event *b)
 {
 	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
@@ -27,14 +29,8 @@ void eq_free(struct event_queue *q)
 
 int eq_push(struct event_queue *q, uint64_t t, uint32_t kind, uint32_t stream, uint64_t arg)
 {
-	if (q->n == q->cap) {
-		size_t ncap = q->cap ? q->cap * 2 : 64;
-		struct eq_event *nh = realloc(q->heap, ncap * sizeof *nh);
-		if (!nh)
-			return -1;
-		q->heap = nh;
-		q->cap = ncap;
-	}
+	if (VEC_RESERVE(q->heap, q->cap, q->n + 1, 64) < 0)
+		return -1;
 	struct eq_event ev = {t, q->next_seq++, kind, stream, arg};
 	size_t i = q->n++;
 	while (i && before(&ev, &q->heap[(i - 1) / 2])) {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "vec.h"
 
 extern char **environ;
 
@@ -158,7 +159,8 @@ enum { R_ID, R_PATH, R_CRC, R_POLICY, R_CONF, R_CAP, R_RES, R_ALLOC, R_REQ, R_DA
 
 struct load_ctx {
 	struct plot_run *runs;
-	int n, cap, failed;
+	int n, failed;
+	size_t cap;
 };
 
 static uint64_t u64_of(const char *s) { return s ? strtoull(s, NULL, 10) : 0; }
@@ -177,14 +179,8 @@ static int load_row(void *vctx, int ncols, const char *const *c)
 	struct load_ctx *l = vctx;
 	if (ncols < R_N)
 		return l->failed = 1;
-	if (l->n == l->cap) {
-		int nc = l->cap ? 2 * l->cap : 32;
-		struct plot_run *nr = realloc(l->runs, (size_t)nc * sizeof *nr);
-		if (!nr)
-			return l->failed = 1;
-		l->runs = nr;
-		l->cap = nc;
-	}
+	if (VEC_RESERVE(l->runs, l->cap, (size_t)l->n + 1, 32) < 0)
+		return l->failed = 1;
 	struct plot_run *r = &l->runs[l->n++];
 	memset(r, 0, sizeof *r);
 	r->id = i64_of(c[R_ID], 0);
@@ -1475,7 +1471,8 @@ struct live_layer { char name[96]; uint64_t bytes[LIVE_NKINDS], total; };
 struct live_ctx {
 	uint64_t kind_bytes[LIVE_NKINDS];
 	struct live_layer *layers;
-	int nlayers, cap, failed;
+	int nlayers, failed;
+	size_t cap;
 };
 
 static int live_kind_index(const char *k)
@@ -1497,14 +1494,8 @@ static int live_row(void *vctx, int ncols, const char *const *c)
 	const char *name = c[0] ? c[0] : "";
 	int j = l->nlayers - 1;
 	if (j < 0 || strcmp(l->layers[j].name, name)) {
-		if (l->nlayers == l->cap) {
-			int nc = l->cap ? l->cap * 2 : 32;
-			struct live_layer *nl = realloc(l->layers, (size_t)nc * sizeof *nl);
-			if (!nl)
-				return l->failed = 1;
-			l->layers = nl;
-			l->cap = nc;
-		}
+		if (VEC_RESERVE(l->layers, l->cap, (size_t)l->nlayers + 1, 32) < 0)
+			return l->failed = 1;
 		j = l->nlayers++;
 		memset(&l->layers[j], 0, sizeof l->layers[j]);
 		snprintf(l->layers[j].name, sizeof l->layers[j].name, "%s", name);

@@ -12,6 +12,7 @@
  */
 #include "cost.h"
 #include "sweep.h"
+#include "vec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,14 +38,8 @@ struct strvec {
 
 static int strvec_push(struct strvec *sv, const char *s)
 {
-	if (sv->n == sv->cap) {
-		size_t nc = sv->cap ? sv->cap * 2 : 16;
-		char **nv = realloc(sv->v, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		sv->v = nv;
-		sv->cap = nc;
-	}
+	if (VEC_RESERVE(sv->v, sv->cap, sv->n + 1, 16) < 0)
+		return -1;
 	sv->v[sv->n] = strdup(s);
 	if (!sv->v[sv->n])
 		return -1;
@@ -312,17 +307,9 @@ static void put(struct obuf *b, const void *src, size_t n)
 {
 	if (b->failed)
 		return;
-	if (b->len + n > b->cap) {
-		size_t nc = b->cap ? b->cap : 4096;
-		while (nc < b->len + n)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (!np) {
-			b->failed = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = nc;
+	if (VEC_RESERVE(b->p, b->cap, b->len + n, 4096) < 0) {
+		b->failed = 1;
+		return;
 	}
 	memcpy(b->p + b->len, src, n);
 	b->len += n;
@@ -801,14 +788,8 @@ static void kill_all(struct pool *p)
 static int drain(struct slot *s)
 {
 	for (;;) {
-		if (s->cap - s->len < 65536) {
-			size_t nc = s->cap ? s->cap * 2 : 131072;
-			char *nb = realloc(s->buf, nc);
-			if (!nb)
-				return -1;
-			s->buf = nb;
-			s->cap = nc;
-		}
+		if (VEC_RESERVE(s->buf, s->cap, s->len + 65536, 131072) < 0)
+			return -1;
 		ssize_t r = read(s->fd, s->buf + s->len, s->cap - s->len);
 		if (r < 0)
 			return errno == EINTR || errno == EAGAIN ? 0 : 1;

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 #include "trace.h"
 
 #define NONE UINT32_MAX
@@ -252,11 +253,8 @@ int fusion_rules_load(const char *path, struct fusion_rules *rs, char *err, size
 				snprintf(err, errlen, "%s: too large for a rule file", path);
 				goto out;
 			}
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
+			if (VEC_RESERVE(buf, cap, n + 2, 4096) < 0)
 				goto nomem;
-			buf = nb;
-			cap *= 2;
 		}
 		size_t got = fread(buf + n, 1, cap - 1 - n, f);
 		n += got;

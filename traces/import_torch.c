@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../sim/vec.h"
 #include "text_input.h"
 #include "trace.h"
 
@@ -95,14 +96,8 @@ char *import_torch_slurp(const char *path)
 	if (!f)
 		return NULL;
 	for (;;) {
-		if (cap - len < 4096) {
-			size_t ncap = cap ? cap * 2 : 8192;
-			char *nb = realloc(buf, ncap);
-			if (!nb)
-				goto fail;
-			buf = nb;
-			cap = ncap;
-		}
+		if (VEC_RESERVE(buf, cap, len + 4096, 8192) < 0)
+			goto fail;
 		size_t n = fread(buf + len, 1, cap - len - 1, f);
 		len += n;
 		if (n == 0)
@@ -224,14 +219,8 @@ static long seg_find(const struct it_state *s, uint64_t addr)
 
 static int seg_add(struct it_state *s, uint64_t addr, uint64_t size)
 {
-	if (s->nsegs == s->capsegs) {
-		size_t nc = s->capsegs ? s->capsegs * 2 : 64;
-		struct it_seg *ns = realloc(s->segs, nc * sizeof *ns);
-		if (!ns)
-			return -1;
-		s->segs = ns;
-		s->capsegs = nc;
-	}
+	if (VEC_RESERVE(s->segs, s->capsegs, s->nsegs + 1, 64) < 0)
+		return -1;
 	size_t i = s->nsegs;
 	while (i > 0 && s->segs[i - 1].addr > addr) {
 		s->segs[i] = s->segs[i - 1];
@@ -337,15 +326,9 @@ static int handle(struct it_state *s, const struct it_entry *e)
 {
 	struct trace_rec r;
 	if (e->a == IT_SEG_FREE || e->a == IT_SEG_UNMAP) {
-		if (s->nrun == s->caprun) {
-			size_t nc = s->caprun ? s->caprun * 2 : 64;
-			struct it_entry *nr = realloc(s->run, nc * sizeof *nr);
-			if (!nr) {
-				snprintf(s->err, s->errlen, "%s: out of memory", s->in);
-				return -1;
-			}
-			s->run = nr;
-			s->caprun = nc;
+		if (VEC_RESERVE(s->run, s->caprun, s->nrun + 1, 64) < 0) {
+			snprintf(s->err, s->errlen, "%s: out of memory", s->in);
+			return -1;
 		}
 		s->run[s->nrun++] = *e;
 		return 0;

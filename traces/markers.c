@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 #include "import_torch.h"
 #include "trace.h"
 
@@ -63,14 +64,8 @@ struct vec {
 
 static int vec_push(struct vec *a, uint64_t x)
 {
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 256;
-		uint64_t *v = realloc(a->v, cap * sizeof *v);
-		if (!v)
-			return -1;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (VEC_RESERVE(a->v, a->cap, a->n + 1, 256) < 0)
+		return -1;
 	a->v[a->n++] = x;
 	return 0;
 }
@@ -156,16 +151,8 @@ int64_t markers_align(const uint64_t *a, size_t na, const uint64_t *b, size_t nb
 			}
 		}
 		size_t need = (size_t)((d + 1) * (d + 1));
-		if (need > hcap) {
-			size_t cap = hcap ? hcap : 1024;
-			while (cap < need)
-				cap *= 2;
-			int32_t *h = realloc(hist, cap * sizeof *h);
-			if (!h)
-				goto out;
-			hist = h;
-			hcap = cap;
-		}
+		if (VEC_RESERVE(hist, hcap, need, 1024) < 0)
+			goto out;
 		memcpy(hist + d * d, v + off - d, (size_t)(2 * d + 1) * sizeof *v);
 	}
 	if (found < 0)
