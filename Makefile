@@ -69,10 +69,10 @@ bench: $(BIN) $(BENCH_BIN)
 	./$(BENCH_BIN)
 
 FUZZ_BIN := build-fuzz/fuzz_trace_reader
-$(FUZZ_BIN): tests/fuzz/fuzz_trace_reader.c $(wildcard traces/*.c) traces/trace.h
+$(FUZZ_BIN): tests/fuzz/fuzz_trace_reader.c $(wildcard traces/*.c) traces/trace.h sim/vec.c sim/vec.h
 	@mkdir -p build-fuzz
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  -o $@ tests/fuzz/fuzz_trace_reader.c $(wildcard traces/trace_*.c) -lz
+	  -o $@ tests/fuzz/fuzz_trace_reader.c $(wildcard traces/trace_*.c) sim/vec.c -lz
 fuzz: $(FUZZ_BIN)
 	@mkdir -p build-fuzz/corpus
 	cp tests/fuzz/seeds/* build-fuzz/corpus/ 2>/dev/null || true

@@ -44,6 +44,7 @@
 
 #include "../sim/cli.h"
 #include "../sim/u64map.h"
+#include "../sim/vec.h"
 #include "../traces/trace.h"
 #include "convert.h"
 
@@ -375,15 +376,9 @@ static void cap_marker(const CUpti_ActivityMarker2 *m)
 {
 	uint32_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
 	if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-		if (cap_nranges == cap_capranges) {
-			size_t n = cap_capranges ? cap_capranges * 2 : 64;
-			struct cap_open_range *nr = realloc(cap_ranges, n * sizeof(*nr));
-			if (!nr) {
-				atomic_fetch_add(&cap_oom, 1);
-				return;
-			}
-			cap_ranges = nr;
-			cap_capranges = n;
+		if (VEC_RESERVE(cap_ranges, cap_capranges, cap_nranges + 1, 64) < 0) {
+			atomic_fetch_add(&cap_oom, 1);
+			return;
 		}
 		uint32_t depth = 0;
 		for (size_t i = 0; i < cap_nranges; i++)
@@ -566,14 +561,8 @@ static void cap_live_insert(uint64_t base, uint64_t size, uint64_t corr)
 		cap_live[lo].size = size;
 		cap_live[lo].corr = corr;
 	} else {
-		if (cap_nlive == cap_caplive) {
-			size_t n = cap_caplive ? cap_caplive * 2 : 1024;
-			struct cap_live *nl = realloc(cap_live, n * sizeof(*nl));
-			if (!nl)
-				goto out;
-			cap_live = nl;
-			cap_caplive = n;
-		}
+		if (VEC_RESERVE(cap_live, cap_caplive, cap_nlive + 1, 1024) < 0)
+			goto out;
 		memmove(&cap_live[lo + 1], &cap_live[lo], (cap_nlive - lo) * sizeof(*cap_live));
 		cap_live[lo] = (struct cap_live){base, size, corr};
 		cap_nlive++;
@@ -756,24 +745,9 @@ static size_t cap_nstage_links, cap_capstage_links;
 
 static void cap_stage_add(uint64_t corr, const struct cap_link *links, size_t n)
 {
-	if (cap_nstage == cap_capstage) {
-		size_t c = cap_capstage ? cap_capstage * 2 : 1024;
-		struct cap_staged *ns = realloc(cap_stage, c * sizeof(*ns));
-		if (!ns)
-			goto oom;
-		cap_stage = ns;
-		cap_capstage = c;
-	}
-	if (cap_nstage_links + n > cap_capstage_links) {
-		size_t c = cap_capstage_links ? cap_capstage_links * 2 : 8192;
-		while (c < cap_nstage_links + n)
-			c *= 2;
-		struct cap_link *nl = realloc(cap_stage_links, c * sizeof(*nl));
-		if (!nl)
-			goto oom;
-		cap_stage_links = nl;
-		cap_capstage_links = c;
-	}
+	if (VEC_RESERVE(cap_stage, cap_capstage, cap_nstage + 1, 1024) < 0 ||
+	    VEC_RESERVE(cap_stage_links, cap_capstage_links, cap_nstage_links + n, 8192) < 0)
+		goto oom;
 	memcpy(cap_stage_links + cap_nstage_links, links, n * sizeof(*links));
 	cap_stage[cap_nstage++] = (struct cap_staged){corr, (uint32_t)cap_nstage_links, (uint32_t)n};
 	cap_nstage_links += n;
@@ -814,16 +788,10 @@ static void cap_stage_drain(void)
 static void cap_api_stage_push(const struct cap_rec *r)
 {
 	pthread_mutex_lock(&cap_live_lock);
-	if (cap_napi == cap_capapi) {
-		size_t c = cap_capapi ? cap_capapi * 2 : 4096;
-		struct cap_rec *nv = realloc(cap_api_stage, c * sizeof(*nv));
-		if (!nv) {
-			pthread_mutex_unlock(&cap_live_lock);
-			atomic_fetch_add(&cap_oom, 1);
-			return;
-		}
-		cap_api_stage = nv;
-		cap_capapi = c;
+	if (VEC_RESERVE(cap_api_stage, cap_capapi, cap_napi + 1, 4096) < 0) {
+		pthread_mutex_unlock(&cap_live_lock);
+		atomic_fetch_add(&cap_oom, 1);
+		return;
 	}
 	cap_api_stage[cap_napi++] = *r;
 	pthread_mutex_unlock(&cap_live_lock);

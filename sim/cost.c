@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../policies/policy.h"
+#include "vec.h"
 
 #define MIB ((double)(1u << 20))
 #define MIN_SAMPLES 3
@@ -159,14 +160,8 @@ void cost_fitter_init(struct cost_fitter *f)
 
 static int push(struct cost_sample **a, size_t *n, size_t *cap, uint64_t bytes, uint64_t ns)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 256;
-		struct cost_sample *na = realloc(*a, ncap * sizeof *na);
-		if (!na)
-			return -1;
-		*a = na;
-		*cap = ncap;
-	}
+	if (vec_reserve(a, cap, *n + 1, sizeof **a, 256) < 0)
+		return -1;
 	(*a)[*n].bytes = bytes;
 	(*a)[*n].ns = ns;
 	(*n)++;

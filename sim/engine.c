@@ -52,6 +52,7 @@
 #include "cost.h"
 #include "event_queue.h"
 #include "u64map.h"
+#include "vec.h"
 
 #define PROGRESS_MASK ((1ull << 22) - 1)
 #define EV_GPU_DONE 1u
@@ -171,7 +172,8 @@ struct engine {
 	uint32_t stream_lut[STREAM_LUT]; /* small ids: index + 1, 0 = unknown */
 	uint64_t *stream_free;        /* when each stream's FIFO drains */
 	uint32_t *stream_inflight;
-	uint32_t nstreams, cap_streams;
+	uint32_t nstreams;
+	size_t cap_free, cap_inflight; /* of stream_free, stream_inflight */
 	struct event_queue q;
 
 	/* timeline */
@@ -215,7 +217,8 @@ struct engine {
 	int seen_step;
 	uint64_t last_step_end;       /* trace end of the latest "step" range (0: none) */
 	struct nv_ctx *ctxs;          /* ctx 0 is "no range" */
-	uint32_t nctx, cap_ctx;
+	uint32_t nctx;
+	size_t cap_ctx;
 	struct u64map ctx_idx;        /* name pointer | phase << 56 -> ctx */
 	size_t ranges_cap;
 	/* live at the peak: entries of the live table allocated at or before
@@ -230,7 +233,8 @@ struct engine {
 	struct u64map flive;          /* trace addr -> bytes << 16 | flib index */
 	struct u64map flib_idx;       /* source | kind << 32 -> flib index */
 	struct flib *flibs;
-	uint32_t nflib, cap_flib;
+	uint32_t nflib;
+	size_t cap_flib;
 	uint64_t foreign_live;
 	int64_t oom_flib;             /* flib holding most at the first OOM, -1 none */
 };
@@ -258,17 +262,10 @@ static int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct
 		return fr->cache[m->source] == 2;
 	const char *s = trace_reader_string(rd, m->source);
 	int foreign = s && !strstr(s, fr->sub);
-	if (m->source >= fr->ncache) {
-		size_t n = fr->ncache ? fr->ncache : 256;
-		while (n <= m->source)
-			n *= 2;
-		uint8_t *c = realloc(fr->cache, n);
-		if (!c)
-			return foreign; /* uncached: asked again next time */
-		memset(c + fr->ncache, 0, n - fr->ncache);
-		fr->cache = c;
-		fr->ncache = n;
-	}
+	size_t old = fr->ncache;
+	if (VEC_RESERVE(fr->cache, fr->ncache, (size_t)m->source + 1, 256) < 0)
+		return foreign; /* uncached: asked again next time */
+	memset(fr->cache + old, 0, fr->ncache - old);
 	fr->cache[m->source] = foreign ? 2 : 1;
 	return foreign;
 }
@@ -385,18 +382,9 @@ static int stream_index(struct engine *e, uint32_t stream, uint32_t *idx, int cr
 	}
 	if (!create)
 		return 0;
-	if (e->nstreams == e->cap_streams) {
-		uint32_t ncap = e->cap_streams ? e->cap_streams * 2 : 8;
-		uint64_t *nf = realloc(e->stream_free, ncap * sizeof *nf);
-		if (!nf)
-			return -1;
-		e->stream_free = nf;
-		uint32_t *ni = realloc(e->stream_inflight, ncap * sizeof *ni);
-		if (!ni)
-			return -1;
-		e->stream_inflight = ni;
-		e->cap_streams = ncap;
-	}
+	if (VEC_RESERVE(e->stream_free, e->cap_free, e->nstreams + 1, 8) < 0 ||
+	    VEC_RESERVE(e->stream_inflight, e->cap_inflight, e->nstreams + 1, 8) < 0)
+		return -1;
 	if (u64map_put(&e->stream_idx, stream, e->nstreams) < 0)
 		return -1;
 	e->stream_free[e->nstreams] = 0;
@@ -550,14 +538,8 @@ static void final_stat(void *ctx, const char *name, int64_t value)
 {
 	struct engine *e = ctx;
 	struct sim_result *r = e->res;
-	if (r->nstats == e->stats_cap) {
-		size_t ncap = e->stats_cap ? e->stats_cap * 2 : 16;
-		struct sim_stat *ns = realloc(r->stats, ncap * sizeof *ns);
-		if (!ns)
-			return;
-		r->stats = ns;
-		e->stats_cap = ncap;
-	}
+	if (VEC_RESERVE(r->stats, e->stats_cap, r->nstats + 1, 16) < 0)
+		return;
 	struct sim_stat *s = &r->stats[r->nstats++];
 	snprintf(s->name, sizeof s->name, "%s", name ? name : "");
 	s->value = value;
@@ -613,14 +595,8 @@ static uint64_t charge(struct engine *e, uint64_t now, int hit)
 static void step_push(struct engine *e, uint64_t dur)
 {
 	struct sim_result *r = e->res;
-	if (r->nsteps == e->steps_cap) {
-		size_t ncap = e->steps_cap ? e->steps_cap * 2 : 64;
-		uint64_t *n = realloc(r->step_ns, ncap * sizeof *n);
-		if (!n)
-			return; /* the step is not counted */
-		r->step_ns = n;
-		e->steps_cap = ncap;
-	}
+	if (VEC_RESERVE(r->step_ns, e->steps_cap, r->nsteps + 1, 64) < 0)
+		return; /* the step is not counted */
 	r->step_ns[r->nsteps++] = dur;
 }
 
@@ -738,14 +714,8 @@ static uint32_t ctx_intern(struct engine *e, const char *name, unsigned phase)
 	uint64_t key = (uint64_t)(uintptr_t)name | (uint64_t)phase << 56, v;
 	if (u64map_get(&e->ctx_idx, key, &v))
 		return (uint32_t)v;
-	if (e->nctx == e->cap_ctx) {
-		uint32_t ncap = e->cap_ctx ? e->cap_ctx * 2 : 64;
-		struct nv_ctx *n = realloc(e->ctxs, ncap * sizeof *n);
-		if (!n)
-			return 0;
-		e->ctxs = n;
-		e->cap_ctx = ncap;
-	}
+	if (VEC_RESERVE(e->ctxs, e->cap_ctx, e->nctx + 1, 64) < 0)
+		return 0;
 	if (e->nctx >= CTX_LIB - 1 || u64map_put(&e->ctx_idx, key, e->nctx) < 0)
 		return 0;
 	e->ctxs[e->nctx].name = name;
@@ -821,12 +791,8 @@ static void range_keep(struct engine *e, const char *name, uint32_t depth, uint6
 	struct sim_result *r = e->res;
 	if (r->nranges == e->ranges_cap) {
 		if (e->ranges_cap < SIM_MAX_RANGES) {
-			size_t ncap = e->ranges_cap ? e->ranges_cap * 2 : 64;
-			struct sim_range *n = realloc(r->ranges, ncap * sizeof *n);
-			if (!n)
+			if (VEC_RESERVE(r->ranges, e->ranges_cap, r->nranges + 1, 64) < 0)
 				return;
-			r->ranges = n;
-			e->ranges_cap = ncap;
 		} else {
 			uint64_t gap = 1ull << e->tl_shift;
 			for (int i = 0; i < 64 && r->nranges > SIM_MAX_RANGES / 2; i++, gap *= 2)
@@ -899,15 +865,9 @@ static void nv_pop(struct engine *e, uint64_t until, uint64_t now)
 /* An allocation live at the current peak is freed: remember it. */
 static void pk_note_free(struct engine *e, const struct live_ent *le, uint64_t t)
 {
-	if (e->npk == e->cap_pk) {
-		size_t ncap = e->cap_pk ? e->cap_pk * 2 : 256;
-		struct pk_gone *n = realloc(e->pk, ncap * sizeof *n);
-		if (!n) {
-			e->pk_lost = 1;
-			return;
-		}
-		e->pk = n;
-		e->cap_pk = ncap;
+	if (VEC_RESERVE(e->pk, e->cap_pk, e->npk + 1, 256) < 0) {
+		e->pk_lost = 1;
+		return;
 	}
 	struct pk_gone *g = &e->pk[e->npk++];
 	g->block = le->block;
@@ -1137,14 +1097,8 @@ static int64_t flib_slot(struct engine *e, const struct trace_mem *m)
 		return (int64_t)v;
 	if (e->nflib == FLIB_MAX)
 		return FLIB_MAX - 1;
-	if (e->nflib == e->cap_flib) {
-		uint32_t ncap = e->cap_flib ? e->cap_flib * 2 : 8;
-		struct flib *n = realloc(e->flibs, ncap * sizeof *n);
-		if (!n)
-			return -1;
-		e->flibs = n;
-		e->cap_flib = ncap;
-	}
+	if (VEC_RESERVE(e->flibs, e->cap_flib, e->nflib + 1, 8) < 0)
+		return -1;
 	if (u64map_put(&e->flib_idx, key, e->nflib) < 0)
 		return -1;
 	memset(&e->flibs[e->nflib], 0, sizeof e->flibs[e->nflib]);
@@ -1814,14 +1768,8 @@ static int launch_prepass(struct engine *e, char *err, size_t errlen)
 		}
 		if (!corr || corr == U64MAP_EMPTY || u64map_get(&e->launch, corr, &v))
 			continue;
-		if (e->nops == cap) {
-			size_t ncap = cap ? cap * 2 : 1024;
-			struct gpu_op *n = realloc(e->ops, ncap * sizeof *n);
-			if (!n)
-				goto nomem;
-			e->ops = n;
-			cap = ncap;
-		}
+		if (VEC_RESERVE(e->ops, cap, e->nops + 1, 1024) < 0)
+			goto nomem;
 		e->ops[e->nops].dur = rec.end >= rec.start ? rec.end - rec.start : 0;
 		e->ops[e->nops].end = rec.end;
 		e->ops[e->nops].stream = stream;

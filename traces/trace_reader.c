@@ -28,6 +28,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../sim/vec.h"
+
 /* Longest line accepted: a kernel with TRACE_MAX_LINKS links is ~1.5 KiB,
  * so anything near this is garbage, not a trace. */
 #define RD_MAX_LINE (1u << 20)
@@ -84,7 +86,8 @@ struct trace_reader {
 	uint32_t crc;
 	uint64_t bytes;
 	char **strs;
-	uint32_t nstrs, capstrs;
+	uint32_t nstrs;
+	size_t capstrs;
 	uint32_t sdefined;   /* ids below this are defined at this point */
 	uint32_t head_sdefined;
 	struct trace_header hdr;
@@ -862,16 +865,8 @@ static int rd_string(struct trace_reader *r)
 	}
 	if (r->nstrs == UINT32_MAX - 1)
 		return rd_fail_at(r, TRACE_ERR_FORMAT, r->lineno, "too many strings");
-	if (r->nstrs == r->capstrs) {
-		uint32_t cap = r->capstrs ? r->capstrs * 2 : 64;
-		if (cap < r->capstrs || cap >= UINT32_MAX)
-			cap = UINT32_MAX - 1;
-		char **n = realloc(r->strs, (size_t)cap * sizeof *n);
-		if (!n)
-			return rd_fail_at(r, TRACE_ERR_NOMEM, r->lineno, "out of memory");
-		r->strs = n;
-		r->capstrs = cap;
-	}
+	if (VEC_RESERVE(r->strs, r->capstrs, (size_t)r->nstrs + 1, 64) < 0)
+		return rd_fail_at(r, TRACE_ERR_NOMEM, r->lineno, "out of memory");
 	char *s = rd_strndup(r, text, (size_t)(end - text));
 	if (!s)
 		return r->status;
@@ -937,14 +932,8 @@ static int rd_label(struct trace_reader *r)
 	const char *eq = memchr(k, '=', (size_t)(end - k));
 	if (!eq || eq == k || memchr(k, ' ', (size_t)(eq - k)))
 		return rd_bad(r, 'L', "key=value", k);
-	if (r->hdr.nlabels == r->label_cap) {
-		size_t cap = r->label_cap ? r->label_cap * 2 : 8;
-		struct trace_label *n = realloc(r->hdr.labels, cap * sizeof *n);
-		if (!n)
-			return rd_fail_at(r, TRACE_ERR_NOMEM, r->lineno, "out of memory");
-		r->hdr.labels = n;
-		r->label_cap = cap;
-	}
+	if (VEC_RESERVE(r->hdr.labels, r->label_cap, r->hdr.nlabels + 1, 8) < 0)
+		return rd_fail_at(r, TRACE_ERR_NOMEM, r->lineno, "out of memory");
 	struct trace_label *l = &r->hdr.labels[r->hdr.nlabels];
 	l->key = rd_strndup(r, k, (size_t)(eq - k));
 	l->value = l->key ? rd_strndup(r, eq + 1, (size_t)(end - eq - 1)) : NULL;

@@ -25,6 +25,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../sim/vec.h"
+
 #define WR_BUF_SIZE (256u << 10)
 /* Room one event record can need: a kernel with TRACE_MAX_LINKS links. */
 #define WR_REC_MAX 4096
@@ -44,7 +46,8 @@ struct trace_writer {
 	uint64_t prev_start;
 	uint64_t nrecords;
 	char **strs;         /* interned strings as given, by id */
-	uint32_t nstrs, capstrs;
+	uint32_t nstrs;
+	size_t capstrs;
 	uint32_t *slots;     /* hash table of id+1, 0 = empty */
 	size_t nslots;
 	char err[WR_ERR_LEN];
@@ -365,14 +368,8 @@ uint32_t trace_writer_intern(struct trace_writer *w, const char *s)
 		while (w->slots[i])
 			i = (i + 1) & (w->nslots - 1);
 	}
-	if (w->nstrs == w->capstrs) {
-		uint32_t cap = w->capstrs ? w->capstrs * 2 : 64;
-		char **n = realloc(w->strs, (size_t)cap * sizeof *n);
-		if (!n)
-			goto nomem;
-		w->strs = n;
-		w->capstrs = cap;
-	}
+	if (VEC_RESERVE(w->strs, w->capstrs, (size_t)w->nstrs + 1, 64) < 0)
+		goto nomem;
 	char *copy = strdup(s);
 	if (!copy)
 		goto nomem;
