@@ -83,7 +83,7 @@ static int cap_source_on = 1;           /* GPUMEMSIM_CAPTURE_SOURCE */
  * (GPUMEMSIM_CAPTURE_SYNCS=callbacks) until `make gpu-test`, which checks
  * it, has run on a GPU: written when no device time was left. */
 static int cap_sync_cb;
-static unsigned cap_record_bits = 31;   /* GPUMEMSIM_CAPTURE_RECORD (CAP_REC_*) */
+static unsigned cap_record_bits = CAP_REC_ALL;   /* GPUMEMSIM_CAPTURE_RECORD */
 static unsigned cap_flush_ms = 500, cap_lag_ms = 2000;
 static int cap_verbose;
 static CUpti_SubscriberHandle cap_subscriber;

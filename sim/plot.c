@@ -1415,7 +1415,7 @@ static int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *e
 	char title[512];
 	snprintf(title, sizeof title, "Predicted step time against peak reserved memory, per "
 		 "allocator setting\nline: the Pareto front of each trace (no other setting is "
-		 "both faster and smaller)%s", left_out ? "" : "");
+		 "both faster and smaller)");
 	fputs("set title ", gp);
 	gp_str(gp, title);
 	fputc('\n', gp);
