@@ -20,6 +20,7 @@ CAPTURE_LIBS   = -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib64/stubs \
 		 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcupti -lcuda -lz -ldl -lpthread
 PROBE_BIN     := $(BUILD)/gpu_probe
 PROBE_CHECK   := $(BUILD)/gpu_probe_check
+PROBE_MODULES := $(BUILD)/gpu_probe_modules
 
 # The converter is plain C: part of the simulator library, so tests link it.
 $(LIBSIM): $(BUILD)/capture/convert.o
@@ -35,10 +36,14 @@ $(PROBE_BIN): capture/tests/gpu_probe.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O2 $(CUDA_ARCH) -I$(CUDA_HOME)/include -o $@ $< -ldl
 
+$(PROBE_MODULES): capture/tests/gpu_probe_modules.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O2 $(CUDA_ARCH) -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
 $(PROBE_CHECK): capture/tests/gpu_probe_check.c $(LIBSIM)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBSIM) $(LDLIBS)
 
-gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK)
+gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK) $(PROBE_MODULES)
 	sh capture/tests/gpu_test.sh $(BUILD)
 
 # CUPTI-record tests: hand-built CUpti_Activity* structs through inject.c's

@@ -1,6 +1,7 @@
 /*
- * convert.c: the reorder buffer, allocation ids and link resolution that
- * turn captured records into a valid trace (see convert.h for the why).
+ * convert.c: the reorder buffer, allocation ids, link resolution and
+ * lifetime bookkeeping that turn captured records into a valid trace (see
+ * convert.h for the why).
  *
  * Reorder buffer: a binary min-heap of record pointers ordered by (start,
  * arrival sequence), so equal start times keep their arrival order and the
@@ -10,10 +11,26 @@
  * is counted as late.
  *
  * Ids: the n-th emitted 'a' record gets id n. Three maps serve the links:
- * corr -> id and addr -> id for allocations emitted so far, addr -> corr for
- * the live ones. A freed allocation stays resolvable for RETIRE_NS after its
- * free: a stream-ordered free is stamped when the host calls it, which can be
- * before a kernel launched earlier on that stream starts.
+ * corr -> id and addr -> id for allocations emitted so far, and the live
+ * table (addr -> what is live there). A freed allocation stays resolvable
+ * for RETIRE_NS after its free: a stream-ordered free is stamped when the
+ * host calls it, which can be before a kernel launched earlier on that
+ * stream starts.
+ *
+ * Lifetimes. Every emitted 'f' closes a live 'a' and no 'a' lands on a live
+ * address, whatever order CUPTI delivered them in. Each record keeps its
+ * original start (before any late clamp) so that the repairs can tell which
+ * allocation a free belongs to:
+ *  - an 'a' at a live address: the earlier allocation's free is missing or
+ *    late (the driver reused the address, so it was released): a free is
+ *    written for it first. For module globals that is a reload whose unload
+ *    was not seen; otherwise a repair, counted;
+ *  - an 'f' older than the allocation live at its address belongs to one
+ *    already closed that way: dropped, counted;
+ *  - an 'f' of an address not live waits (orphan) until an 'a' at that
+ *    address older than it is emitted, and is written right after it; an
+ *    orphan never claimed is dropped at the end, counted;
+ *  - a module unload frees the statics matched to that module.
  */
 #include "convert.h"
 
@@ -25,10 +42,30 @@
 
 #define RETIRE_NS 10000000000ull
 
+/* An internal record type in the heap: a module unload (rec.u.mem.id holds
+ * the module id, ctx its context). Never written. */
+#define CONV_MODULE_UNLOAD TREC_COUNT
+
 struct conv_entry {
 	struct trace_rec rec;
 	char *name;
 	uint64_t seq;
+	uint64_t orig;      /* start as it arrived, before any late clamp */
+	uint32_t ctx;
+};
+
+/* What is live at an address. */
+struct conv_live {
+	uint64_t addr, bytes, orig, corr;
+	uint32_t kind, stream, flags;
+	uint32_t module;    /* statics: the module it belongs to */
+	int has_module;
+};
+
+/* A module load seen in a resource callback. */
+struct conv_module {
+	uint64_t t;
+	uint32_t ctx, module;
 };
 
 struct conv_retire {
@@ -50,7 +87,16 @@ struct cap_conv {
 	struct u64map pending_links;  /* kernel corr -> struct conv_linkset * */
 	struct u64map corr_id;        /* alloc corr -> id */
 	struct u64map addr_id;        /* alloc base address -> latest id */
-	struct u64map live_corr;      /* live alloc base address -> corr */
+	struct u64map live_idx;       /* live alloc base address -> index in live[] */
+	struct conv_live *live;       /* slots; free ones chained through free_slots */
+	size_t nlive, caplive;
+	uint64_t *free_slots;
+	size_t nfree_slots, capfree_slots;
+	struct u64map orphan_idx;     /* address -> index in orphans[] */
+	struct trace_rec *orphans;    /* frees waiting for their allocation */
+	size_t norphans, caporphans;
+	struct conv_module *mods;     /* module loads, sorted by time */
+	size_t nmods, capmods;
 	struct conv_retire *ret;      /* FIFO of freed allocations */
 	size_t ret_head, ret_len, ret_cap;
 	struct cap_stats st;
@@ -104,7 +150,8 @@ struct cap_conv *cap_conv_new(const struct cap_sink *sink)
 	u64map_init(&c->pending_links);
 	u64map_init(&c->corr_id);
 	u64map_init(&c->addr_id);
-	u64map_init(&c->live_corr);
+	u64map_init(&c->live_idx);
+	u64map_init(&c->orphan_idx);
 	return c;
 }
 
@@ -123,6 +170,8 @@ int cap_conv_push(struct cap_conv *c, const struct cap_rec *r)
 	if (e->rec.end < e->rec.start)
 		e->rec.end = e->rec.start;
 	e->seq = c->seq++;
+	e->orig = e->rec.start;
+	e->ctx = r->ctx;
 	c->heap[c->nheap++] = e;
 	heap_up(c, c->nheap - 1);
 	c->st.pushed++;
@@ -227,6 +276,265 @@ static void resolve_links(struct cap_conv *c, struct trace_rec *rec)
 	free(ls);
 }
 
+/* Hand one record to the sink (every written record goes through here). */
+static int sink_out(struct cap_conv *c, const struct trace_rec *rec)
+{
+	c->st.emitted++;
+	return c->sink.record(c->sink.ctx, rec);
+}
+
+static int is_static_kind(uint32_t kind)
+{
+	return kind == TMEM_DEVICE_STATIC || kind == TMEM_MANAGED_STATIC;
+}
+
+/* The module a static allocation at time T on context CTX belongs to: the
+ * load on that context nearest in time. 0 when no load was seen. */
+static int module_of(const struct cap_conv *c, uint32_t ctx, uint64_t t, uint32_t *module)
+{
+	size_t lo = 0, hi = c->nmods;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (c->mods[mid].t < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct conv_module *best = NULL;
+	uint64_t dist = 0;
+	for (size_t i = lo; i < c->nmods && i < lo + 64; i++)
+		if (c->mods[i].ctx == ctx) {
+			best = &c->mods[i];
+			dist = c->mods[i].t - t;
+			break;
+		}
+	for (size_t i = lo; i-- > 0 && i + 64 >= lo;)
+		if (c->mods[i].ctx == ctx) {
+			if (!best || t - c->mods[i].t < dist)
+				best = &c->mods[i];
+			break;
+		}
+	if (!best)
+		return 0;
+	*module = best->module;
+	return 1;
+}
+
+int cap_conv_module(struct cap_conv *c, enum cap_module_op op, uint32_t ctx, uint32_t module,
+		    uint64_t t)
+{
+	if (op == CAP_MODULE_LOADED) {
+		if (VEC_RESERVE(c->mods, c->capmods, c->nmods + 1, 64) < 0)
+			return -1;
+		size_t i = c->nmods;
+		while (i > 0 && c->mods[i - 1].t > t)   /* callbacks of threads racing */
+			i--;
+		memmove(&c->mods[i + 1], &c->mods[i], (c->nmods - i) * sizeof(*c->mods));
+		c->mods[i] = (struct conv_module){t, ctx, module};
+		c->nmods++;
+		c->st.modules_loaded++;
+		return 0;
+	}
+	struct cap_rec r;
+	memset(&r, 0, sizeof(r));
+	r.rec.type = (enum trace_rec_type)CONV_MODULE_UNLOAD;
+	r.rec.start = r.rec.end = t;
+	r.rec.u.mem.id = module;
+	r.ctx = ctx;
+	if (cap_conv_push(c, &r) < 0)
+		return -1;
+	c->st.pushed--;   /* not a record of the trace */
+	return 0;
+}
+
+/* Write the free that ends the live allocation in SLOT at time T. */
+static int close_live(struct cap_conv *c, uint64_t slot, uint64_t t)
+{
+	struct conv_live *l = &c->live[slot];
+	struct trace_rec f;
+	memset(&f, 0, sizeof(f));
+	f.type = TREC_FREE;
+	f.start = f.end = t;
+	f.u.mem.addr = l->addr;
+	f.u.mem.bytes = l->bytes;
+	f.u.mem.stream = (l->flags & TMEM_F_ASYNC) ? l->stream : TRACE_NO_STREAM;
+	f.u.mem.kind = l->kind;
+	f.u.mem.flags = l->flags;
+	f.u.mem.source = TRACE_NO_STRING;
+	struct conv_retire r = {t, l->addr, 0, l->corr};
+	if (u64map_get(&c->addr_id, l->addr, &r.id))
+		retire_push(c, &r);
+	u64map_del(&c->live_idx, l->addr, NULL);
+	if (VEC_RESERVE(c->free_slots, c->capfree_slots, c->nfree_slots + 1, 256) == 0)
+		c->free_slots[c->nfree_slots++] = slot;
+	return sink_out(c, &f);
+}
+
+/* Record the allocation just emitted as live. */
+static void open_live(struct cap_conv *c, const struct trace_rec *rec, uint64_t orig, uint32_t ctx)
+{
+	const struct trace_mem *m = &rec->u.mem;
+	uint64_t slot;
+	if (c->nfree_slots) {
+		slot = c->free_slots[--c->nfree_slots];
+	} else {
+		if (VEC_RESERVE(c->live, c->caplive, c->nlive + 1, 1024) < 0)
+			return;
+		slot = c->nlive++;
+	}
+	struct conv_live *l = &c->live[slot];
+	memset(l, 0, sizeof(*l));
+	l->addr = m->addr;
+	l->bytes = m->bytes;
+	l->orig = orig;
+	l->corr = m->corr;
+	l->kind = m->kind;
+	l->stream = m->stream;
+	l->flags = m->flags;
+	if (is_static_kind(m->kind))
+		l->has_module = module_of(c, ctx, orig, &l->module);
+	u64map_put(&c->live_idx, m->addr, slot);   /* out of memory: not tracked */
+}
+
+static int cmp_live_addr(const void *a, const void *b)
+{
+	const struct conv_live *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* A module unloads at T: free its live statics, in address order. */
+static int unload_module(struct cap_conv *c, uint32_t ctx, uint32_t module, uint64_t t)
+{
+	uint64_t *slots = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	c->st.modules_unloaded++;
+	for (size_t i = 0; i < c->live_idx.cap; i++) {
+		if (c->live_idx.keys[i] == U64MAP_EMPTY)
+			continue;
+		const struct conv_live *l = &c->live[c->live_idx.vals[i]];
+		if (!l->has_module || l->module != module || !is_static_kind(l->kind))
+			continue;
+		if (VEC_RESERVE(slots, cap, n + 1, 16) < 0)
+			break;
+		slots[n++] = c->live_idx.vals[i];
+	}
+	/* address order: the map's order is its hashing, not the trace's */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && cmp_live_addr(&c->live[slots[j - 1]], &c->live[slots[j]]) > 0; j--) {
+			uint64_t tmp = slots[j];
+			slots[j] = slots[j - 1];
+			slots[j - 1] = tmp;
+		}
+	for (size_t i = 0; i < n; i++) {
+		int r = close_live(c, slots[i], t);
+		c->st.module_frees++;
+		if (r < 0 && rc == 0)
+			rc = r;
+	}
+	free(slots);
+	(void)ctx;
+	return rc;
+}
+
+/* Take the orphan free at ADDR out of the table into *OUT; 0 if none. */
+static int orphan_take(struct cap_conv *c, uint64_t addr, struct trace_rec *out)
+{
+	uint64_t i;
+	if (!c->orphan_idx.count || !u64map_del(&c->orphan_idx, addr, &i))
+		return 0;
+	*out = c->orphans[i];
+	/* keep the array dense: move the last orphan into slot i */
+	if (i != c->norphans - 1) {
+		c->orphans[i] = c->orphans[c->norphans - 1];
+		u64map_put(&c->orphan_idx, c->orphans[i].u.mem.addr, i);
+	}
+	c->norphans--;
+	return 1;
+}
+
+/* A free whose allocation is not live: keep it until one older than it
+ * is emitted at that address. ORIG goes in rec.end (a free has no length). */
+static void orphan_put(struct cap_conv *c, const struct trace_rec *rec, uint64_t orig)
+{
+	struct trace_rec old;
+	if (orphan_take(c, rec->u.mem.addr, &old))
+		c->st.frees_dropped++;
+	if (VEC_RESERVE(c->orphans, c->caporphans, c->norphans + 1, 64) < 0) {
+		c->st.frees_dropped++;
+		return;
+	}
+	c->orphans[c->norphans] = *rec;
+	c->orphans[c->norphans].end = orig;
+	if (u64map_put(&c->orphan_idx, rec->u.mem.addr, c->norphans) < 0) {
+		c->st.frees_dropped++;
+		return;
+	}
+	c->norphans++;
+}
+
+static int emit_alloc(struct cap_conv *c, struct conv_entry *e)
+{
+	struct trace_rec *rec = &e->rec;
+	struct trace_mem *m = &rec->u.mem;
+	uint64_t slot;
+	int rc = 0;
+	if (u64map_get(&c->live_idx, m->addr, &slot)) {
+		if (is_static_kind(m->kind) && is_static_kind(c->live[slot].kind))
+			c->st.static_replaced++;
+		else
+			c->st.live_replaced++;
+		rc = close_live(c, slot, rec->start);
+	}
+	struct trace_rec orphan;
+	int has_orphan = orphan_take(c, m->addr, &orphan);
+	if (has_orphan && orphan.end < e->orig) {
+		c->st.frees_dropped++;   /* a free older than this allocation */
+		has_orphan = 0;
+	}
+	m->id = c->st.allocs++;
+	if (m->corr)
+		u64map_put(&c->corr_id, m->corr, m->id);
+	u64map_put(&c->addr_id, m->addr, m->id);
+	open_live(c, rec, e->orig, e->ctx);
+	int r = sink_out(c, rec);
+	if (r < 0 && rc == 0)
+		rc = r;
+	if (has_orphan && u64map_get(&c->live_idx, m->addr, &slot)) {
+		/* its free was delivered first: it ends here */
+		c->st.frees_reordered++;
+		r = close_live(c, slot, rec->start);
+		if (r < 0 && rc == 0)
+			rc = r;
+	}
+	return rc;
+}
+
+/* Returns 1 when the free is to be written, 0 when it was kept or dropped. */
+static int take_free(struct cap_conv *c, struct conv_entry *e)
+{
+	struct trace_rec *rec = &e->rec;
+	struct trace_mem *m = &rec->u.mem;
+	uint64_t slot;
+	if (!u64map_get(&c->live_idx, m->addr, &slot)) {
+		orphan_put(c, rec, e->orig);
+		return 0;
+	}
+	struct conv_live *l = &c->live[slot];
+	if (e->orig < l->orig) {
+		c->st.frees_dropped++;   /* of an allocation closed already */
+		return 0;
+	}
+	struct conv_retire r = {rec->start, m->addr, 0, l->corr};
+	if (u64map_get(&c->addr_id, m->addr, &r.id))
+		retire_push(c, &r);
+	u64map_del(&c->live_idx, m->addr, NULL);
+	if (VEC_RESERVE(c->free_slots, c->capfree_slots, c->nfree_slots + 1, 256) == 0)
+		c->free_slots[c->nfree_slots++] = slot;
+	m->id = 0;
+	return 1;
+}
+
 /* Fill in ids and strings, keep the maps current, hand to the sink. */
 static int emit_one(struct cap_conv *c, struct conv_entry *e)
 {
@@ -240,29 +548,18 @@ static int emit_one(struct cap_conv *c, struct conv_entry *e)
 	c->last_start = rec->start;
 	c->emitted_any = 1;
 	retire_until(c, rec->start);
+	if ((unsigned)rec->type == CONV_MODULE_UNLOAD)
+		return unload_module(c, e->ctx, (uint32_t)rec->u.mem.id, rec->start);
 	uint32_t sid = e->name ? c->sink.intern(c->sink.ctx, e->name) : TRACE_NO_STRING;
 	switch (rec->type) {
-	case TREC_ALLOC: {
-		struct trace_mem *m = &rec->u.mem;
-		m->id = c->st.allocs++;
-		m->source = sid;
-		if (m->corr)
-			u64map_put(&c->corr_id, m->corr, m->id);
-		u64map_put(&c->addr_id, m->addr, m->id);
-		u64map_put(&c->live_corr, m->addr, m->corr);
+	case TREC_ALLOC:
+		rec->u.mem.source = sid;
+		return emit_alloc(c, e);
+	case TREC_FREE:
+		rec->u.mem.source = sid;
+		if (!take_free(c, e))
+			return 0;
 		break;
-	}
-	case TREC_FREE: {
-		struct trace_mem *m = &rec->u.mem;
-		struct conv_retire r = {rec->start, m->addr, 0, 0};
-		m->id = 0;
-		m->source = sid;
-		if (u64map_get(&c->addr_id, m->addr, &r.id)) {
-			u64map_del(&c->live_corr, m->addr, &r.corr);
-			retire_push(c, &r);
-		}
-		break;
-	}
 	case TREC_KERNEL:
 		rec->u.kernel.name = sid;
 		resolve_links(c, rec);
@@ -276,8 +573,7 @@ static int emit_one(struct cap_conv *c, struct conv_entry *e)
 	default:
 		break;
 	}
-	c->st.emitted++;
-	return c->sink.record(c->sink.ctx, rec);
+	return sink_out(c, rec);
 }
 
 static int emit_while(struct cap_conv *c, int all, uint64_t watermark)
@@ -302,10 +598,16 @@ int cap_conv_emit_until(struct cap_conv *c, uint64_t watermark)
 	return emit_while(c, 0, watermark);
 }
 
-/* Release everything: nothing more will arrive. */
+/* Release everything: nothing more will arrive, so frees still waiting
+ * for their allocation never had one in this trace. */
 int cap_conv_emit_all(struct cap_conv *c)
 {
-	return emit_while(c, 1, 0);
+	int rc = emit_while(c, 1, 0);
+	c->st.frees_dropped += c->norphans;
+	c->norphans = 0;
+	u64map_free(&c->orphan_idx);
+	u64map_init(&c->orphan_idx);
+	return rc;
 }
 
 /* Counters so far; pending is the reorder buffer's size now. */
@@ -331,7 +633,12 @@ void cap_conv_free(struct cap_conv *c)
 	u64map_free(&c->pending_links);
 	u64map_free(&c->corr_id);
 	u64map_free(&c->addr_id);
-	u64map_free(&c->live_corr);
+	u64map_free(&c->live_idx);
+	u64map_free(&c->orphan_idx);
+	free(c->live);
+	free(c->free_slots);
+	free(c->orphans);
+	free(c->mods);
 	free(c->ret);
 	free(c);
 }

@@ -13,6 +13,10 @@
  *  - links name allocations by the correlation id of their allocating call
  *    (and their address as a fallback); they are resolved to ids when the
  *    kernel record is emitted, which is after its allocations were emitted.
+ *  - lifetimes stay valid whatever the arrival order: module globals are
+ *    freed when their module unloads (module events, below); an allocation
+ *    at an address still live closes the earlier one first; a free whose
+ *    allocation has not been emitted yet waits for it (see convert.c).
  * It writes through a small sink so tests need no file and no trace writer.
  */
 #ifndef CAPTURE_CONVERT_H
@@ -29,7 +33,16 @@
 struct cap_rec {
 	struct trace_rec rec;
 	const char *name;   /* copied by cap_conv_push; NULL = no string */
+	uint32_t ctx;       /* CUPTI context id of a memory record (module statics) */
 };
+
+/* A module event from CUPTI's resource callbacks. Module globals (memory
+ * kind 6/7) are reported when a module loads, but no release is reported
+ * when it unloads: the converter frees them at the unload. A static
+ * allocation belongs to the module whose load, on the same context, is
+ * nearest in time (the driver allocates a module's globals while loading
+ * it; the load callback follows within microseconds). */
+enum cap_module_op { CAP_MODULE_LOADED = 1, CAP_MODULE_UNLOADING = 2 };
 
 /* A buffer a kernel launch passed: the allocation that held it. */
 struct cap_link {
@@ -50,6 +63,13 @@ struct cap_stats {
 	uint64_t late;        /* arrived after the watermark passed them: start clamped */
 	uint64_t links, links_unresolved;
 	uint64_t pending;     /* in the reorder buffer now */
+	uint64_t modules_loaded, modules_unloaded;
+	uint64_t module_frees;     /* statics freed at their module's unload */
+	uint64_t static_replaced;  /* static re-registered while live: earlier one closed */
+	/* Lifetime repairs (records arriving out of order past the window): */
+	uint64_t live_replaced;    /* non-static alloc at a live address: earlier one closed */
+	uint64_t frees_reordered;  /* free that came before its allocation: moved after it */
+	uint64_t frees_dropped;    /* free of an allocation already closed, or never seen */
 };
 
 struct cap_conv;
@@ -72,6 +92,13 @@ struct cap_conv *cap_conv_new(const struct cap_sink *sink);
 /* Queue one record. Returns 0 or -1 when out of memory (the record is lost
  * and should be counted as dropped by the caller). */
 int cap_conv_push(struct cap_conv *c, const struct cap_rec *r);
+
+/* A module event (CAP_MODULE_*) at time T on context CTX. Loads are kept
+ * in a table (statics are matched to them when emitted); unloads are
+ * queued like records and free the module's live statics when emitted.
+ * Returns 0 or -1 when out of memory. */
+int cap_conv_module(struct cap_conv *c, enum cap_module_op op, uint32_t ctx, uint32_t module,
+		    uint64_t t);
 
 /* Remember the buffers the launch with correlation id KERNEL_CORR passed;
  * applied to the kernel record with that correlation id. Returns 0 or -1. */

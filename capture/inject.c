@@ -79,12 +79,21 @@ static enum cap_api_mode cap_api_mode = CAP_API_CALLBACKS;
 static int cap_source_on = 1;           /* GPUMEMSIM_CAPTURE_SOURCE */
 /* Synchronisations (`y`) from callbacks on the sync calls rather than
  * CUPTI's SYNCHRONIZATION activity kind, which slowed a ResNet-50 b32
- * step by x1.27 on its own (capture/README.md). Opt-in
- * (GPUMEMSIM_CAPTURE_SYNCS=callbacks) until `make gpu-test`, which checks
- * it, has run on a GPU: written when no device time was left. */
+ * step by x1.27 on its own (capture/README.md). GPUMEMSIM_CAPTURE_SYNCS
+ * (`capture --syncs`) chooses; the default is what measured cheaper. */
+#define CAP_SYNCS_CALLBACKS_DEFAULT 0
 static int cap_sync_cb;
+/* The trace file is claimed and opened when the first record of real work
+ * (a kernel, copy, memset or non-static allocation) is pushed: a process
+ * that only initialises CUDA (torch.compile's workers query the device)
+ * leaves no file. */
+static atomic_int cap_has_work;
+static int cap_open_failed;
+static atomic_ullong cap_stale_layouts;  /* see cap_params_forget */
 static unsigned cap_record_bits = CAP_REC_ALL;   /* GPUMEMSIM_CAPTURE_RECORD */
 static unsigned cap_flush_ms = 500, cap_lag_ms = 2000;
+#define CAP_LAG_MAX_MS 32000u        /* the reorder window grows to this */
+static uint64_t cap_late_seen;       /* late records when the window last grew */
 static int cap_verbose;
 static CUpti_SubscriberHandle cap_subscriber;
 static atomic_int cap_active, cap_finalized;
@@ -110,9 +119,18 @@ struct cap_live { uint64_t base, size, corr; };
 static struct cap_live *cap_live;
 static size_t cap_nlive, cap_caplive;
 
-/* Kernel parameter sizes by function handle. */
-struct cap_params { uint32_t n; uint32_t off[CAP_MAX_PARAMS]; uint32_t size[CAP_MAX_PARAMS]; };
-static struct u64map cap_param_cache;
+/* Kernel parameter sizes by function handle. A handle means that function
+ * only while its module is loaded: the driver hands the same handle value
+ * to another function after an unload (XLA's autotuner loads and unloads
+ * modules all the time), and scanning a launch with the old function's
+ * layout reads past its parameter array. So every module unload moves the
+ * caches to the graveyard (entries are never freed before exit: a launch
+ * on another thread may still hold one). */
+struct cap_params { uint32_t n; uint32_t size[]; };
+static struct u64map cap_param_cache, cap_stub_cache;
+static struct u64map cap_param_grave;   /* handle -> params before the last unload */
+static void **cap_grave;                /* every params struct ever made, freed at exit */
+static size_t cap_ngrave, cap_capgrave;
 static pthread_mutex_t cap_param_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef int (*cap_get_func_fn)(void **func, const void *symbol);
 static cap_get_func_fn cap_get_func_by_symbol;
@@ -131,14 +149,19 @@ static struct sigaction cap_old_int, cap_old_term;
 
 /* ------------------------------------------------------------- sink */
 
+/* The converter writes through these into the trace, which is opened only
+ * once the process has done CUDA work (cap_open_trace), so CTX is unused:
+ * emission never happens before the writer exists. */
 static uint32_t sink_intern(void *ctx, const char *s)
 {
-	return trace_writer_intern(ctx, s);
+	(void)ctx;
+	return trace_writer_intern(cap_writer, s);
 }
 
 static int sink_record(void *ctx, const struct trace_rec *rec)
 {
-	return trace_writer_record(ctx, rec);
+	(void)ctx;
+	return trace_writer_record(cap_writer, rec);
 }
 
 /* ------------------------------------------------------------- header */
@@ -271,8 +294,19 @@ static int cap_write_header(int force)
 	/* How this trace was recorded: what its host times include. The
 	 * writer only reads the strings (trace_label's are not const). */
 	static char k_api[] = "capture_api", k_links[] = "capture_links",
-		    k_source[] = "capture_source", k_record[] = "capture_record";
+		    k_source[] = "capture_source", k_record[] = "capture_record",
+		    k_syncs[] = "capture_syncs", k_proc[] = "capture_process",
+		    k_pid[] = "capture_pid", k_ppid[] = "capture_ppid";
 	static char v_api[3][10] = {"off", "callbacks", "activity"}, v_on[] = "on", v_off[] = "off";
+	static char v_syncs[2][10] = {"activity", "callbacks"};
+	/* Which process of the program this is: the launcher's direct child
+	 * (root) or one it started (torch.compile workers, data loaders). */
+	static char v_proc[8], v_pid[16], v_ppid[16];
+	const char *root = getenv("GPUMEMSIM_CAPTURE_ROOT_PID");
+	snprintf(v_proc, sizeof(v_proc), "%s",
+		 !root ? "unknown" : atoi(root) == (int)getpid() ? "root" : "child");
+	snprintf(v_pid, sizeof(v_pid), "%d", (int)getpid());
+	snprintf(v_ppid, sizeof(v_ppid), "%d", (int)getppid());
 	char v_record[64] = "all";
 	const char *rec_env = getenv("GPUMEMSIM_CAPTURE_RECORD");
 	if (cap_record_bits != CAP_REC_ALL && rec_env)
@@ -282,6 +316,10 @@ static int cap_write_header(int force)
 		{k_links, cap_links_on ? v_on : v_off},
 		{k_source, cap_source_on ? v_on : v_off},
 		{k_record, v_record},
+		{k_syncs, v_syncs[cap_sync_cb ? 1 : 0]},
+		{k_proc, v_proc},
+		{k_pid, v_pid},
+		{k_ppid, v_ppid},
 	};
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]) && h.nlabels < 64; i++)
 		labels[h.nlabels++] = settings[i];
@@ -435,6 +473,8 @@ static void cap_activity(const CUpti_Activity *a)
 		c.rec.u.kernel.regs = k->registersPerThread;
 		c.rec.u.kernel.smem = (uint32_t)k->staticSharedMemory + (uint32_t)k->dynamicSharedMemory;
 		c.rec.u.kernel.corr = k->correlationId;
+		c.rec.u.kernel.graph = k->graphId;
+		c.rec.u.kernel.graph_node = k->graphNodeId;
 		c.name = k->name ? k->name : "unknown";
 		break;
 	}
@@ -451,6 +491,8 @@ static void cap_activity(const CUpti_Activity *a)
 		c.rec.u.copy.kind = cap_copy_kind(m->copyKind);
 		c.rec.u.copy.bytes = m->bytes;
 		c.rec.u.copy.corr = m->correlationId;
+		c.rec.u.copy.graph = m->graphId;
+		c.rec.u.copy.graph_node = m->graphNodeId;
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -465,6 +507,8 @@ static void cap_activity(const CUpti_Activity *a)
 		c.rec.u.copy.stream = m->streamId;
 		c.rec.u.copy.bytes = m->bytes;
 		c.rec.u.copy.corr = m->correlationId;
+		c.rec.u.copy.graph = m->graphId;
+		c.rec.u.copy.graph_node = m->graphNodeId;
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -496,6 +540,7 @@ static void cap_activity(const CUpti_Activity *a)
 				    (m->memoryPoolConfig.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED
 					     ? TMEM_F_IMPORTED : 0);
 		c.rec.u.mem.corr = m->correlationId;
+		c.ctx = m->contextId;
 		c.name = m->source;
 		break;
 	}
@@ -525,6 +570,10 @@ static void cap_activity(const CUpti_Activity *a)
 	default:
 		return;
 	}
+	if (c.rec.type == TREC_KERNEL || c.rec.type == TREC_MEMCPY || c.rec.type == TREC_MEMSET ||
+	    (c.rec.type == TREC_ALLOC && c.rec.u.mem.kind != TMEM_DEVICE_STATIC &&
+	     c.rec.u.mem.kind != TMEM_MANAGED_STATIC))
+		atomic_store(&cap_has_work, 1);
 	cap_push(&c);
 }
 
@@ -534,7 +583,7 @@ static void CUPTIAPI cap_buffer_completed(CUcontext ctx, uint32_t stream_id, uin
 	CUpti_Activity *rec = NULL;
 	size_t dropped = 0;
 	pthread_mutex_lock(&cap_lock);
-	if (cap_writer)
+	if (cap_conv && !cap_open_failed)
 		while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS)
 			cap_activity(rec);
 	pthread_mutex_unlock(&cap_lock);
@@ -662,17 +711,15 @@ static void cap_cudart_init(void)
 static const struct cap_params *cap_param_info(void *handle, int is_kernel);
 static const struct cap_params *cap_stub_params(const void *func)
 {
-	static struct u64map stub_cache;   /* func -> params (0: cannot resolve) */
-	static pthread_mutex_t stub_lock = PTHREAD_MUTEX_INITIALIZER;
 	const struct cap_params *res = NULL;
 	Dl_info info;
 	void *fn = NULL;
 	uint64_t v;
 	if (!func)
 		return NULL;
-	pthread_mutex_lock(&stub_lock);
-	int hit = u64map_get(&stub_cache, (uint64_t)(uintptr_t)func, &v);
-	pthread_mutex_unlock(&stub_lock);
+	pthread_mutex_lock(&cap_param_lock);
+	int hit = u64map_get(&cap_stub_cache, (uint64_t)(uintptr_t)func, &v);
+	pthread_mutex_unlock(&cap_param_lock);
 	if (hit)
 		return (const struct cap_params *)(uintptr_t)v;
 	if (!dladdr(func, &info)) {
@@ -686,18 +733,27 @@ static const struct cap_params *cap_stub_params(const void *func)
 		else
 			res = cap_param_info(fn, 0);
 	}
-	pthread_mutex_lock(&stub_lock);
-	u64map_put(&stub_cache, (uint64_t)(uintptr_t)func, (uint64_t)(uintptr_t)res);
-	pthread_mutex_unlock(&stub_lock);
+	pthread_mutex_lock(&cap_param_lock);
+	u64map_put(&cap_stub_cache, (uint64_t)(uintptr_t)func, (uint64_t)(uintptr_t)res);
+	pthread_mutex_unlock(&cap_param_lock);
 	return res;
 }
 
-/* Parameter offsets/sizes of a kernel, cached by handle. IS_KERNEL: HANDLE
- * is a CUkernel (CUDA 13's <<<>>> path), else a CUfunction. */
+/* 1 when two layouts differ (the old one would have misread a launch). */
+static int cap_params_differ(const struct cap_params *a, const struct cap_params *b)
+{
+	if (!a || !b || a->n != b->n)
+		return a != b;
+	return memcmp(a->size, b->size, a->n * sizeof(a->size[0])) != 0;
+}
+
+/* Parameter sizes of a kernel, cached by handle. IS_KERNEL: HANDLE is a
+ * CUkernel (CUDA 13's <<<>>> path), else a CUfunction. */
 static const struct cap_params *cap_param_info(void *handle, int is_kernel)
 {
 	uint64_t key = (uint64_t)(uintptr_t)handle, v;
 	const struct cap_params *res = NULL;
+	uint32_t size[CAP_MAX_PARAMS], n = 0;
 	if (!handle)
 		return NULL;
 	pthread_mutex_lock(&cap_param_lock);
@@ -705,27 +761,50 @@ static const struct cap_params *cap_param_info(void *handle, int is_kernel)
 		res = (const struct cap_params *)(uintptr_t)v;
 		goto out;
 	}
-	struct cap_params *p = calloc(1, sizeof(*p));
-	if (!p)
-		goto out;
-	for (uint32_t i = 0; i < CAP_MAX_PARAMS; i++) {
+	for (; n < CAP_MAX_PARAMS; n++) {
 		size_t off = 0, sz = 0;
-		CUresult r = is_kernel ? cuKernelGetParamInfo((CUkernel)handle, i, &off, &sz)
-				       : cuFuncGetParamInfo((CUfunction)handle, i, &off, &sz);
+		CUresult r = is_kernel ? cuKernelGetParamInfo((CUkernel)handle, n, &off, &sz)
+				       : cuFuncGetParamInfo((CUfunction)handle, n, &off, &sz);
 		if (r != CUDA_SUCCESS)
 			break;
-		p->off[i] = (uint32_t)off;
-		p->size[i] = (uint32_t)sz;
-		p->n = i + 1;
+		size[n] = (uint32_t)sz;
 	}
+	struct cap_params *p = malloc(sizeof(*p) + n * sizeof(p->size[0]));
+	if (!p || VEC_RESERVE(cap_grave, cap_capgrave, cap_ngrave + 1, 256) < 0) {
+		free(p);
+		goto out;
+	}
+	p->n = n;
+	memcpy(p->size, size, n * sizeof(size[0]));
 	if (u64map_put(&cap_param_cache, key, (uint64_t)(uintptr_t)p) < 0) {
 		free(p);
 		goto out;
 	}
+	cap_grave[cap_ngrave++] = p;
+	if (u64map_get(&cap_param_grave, key, &v) &&
+	    cap_params_differ((const struct cap_params *)(uintptr_t)v, p))
+		atomic_fetch_add(&cap_stale_layouts, 1);
 	res = p;
 out:
 	pthread_mutex_unlock(&cap_param_lock);
 	return res;
+}
+
+/* A module is unloading: every cached handle may soon name another
+ * function. The old entries stay readable (see cap_params) and are
+ * remembered by handle, to count the launches the stale cache would have
+ * misread (cap_stale_layouts, in the verbose line). */
+static void cap_params_forget(void)
+{
+	pthread_mutex_lock(&cap_param_lock);
+	for (size_t i = 0; i < cap_param_cache.cap; i++)
+		if (cap_param_cache.keys[i] != U64MAP_EMPTY)
+			u64map_put(&cap_param_grave, cap_param_cache.keys[i], cap_param_cache.vals[i]);
+	u64map_free(&cap_param_cache);
+	u64map_free(&cap_stub_cache);
+	u64map_init(&cap_param_cache);
+	u64map_init(&cap_stub_cache);
+	pthread_mutex_unlock(&cap_param_lock);
 }
 
 /* Links found at launches wait here (under cap_live_lock, which the scan
@@ -736,6 +815,10 @@ out:
  * thread must never wait while the writer converts a buffer). */
 static struct cap_rec *cap_api_stage;
 static size_t cap_napi, cap_capapi;
+/* Module loads and unloads from resource callbacks, staged the same way. */
+struct cap_mod_ev { enum cap_module_op op; uint32_t ctx, module; uint64_t t; };
+static struct cap_mod_ev *cap_mod_stage;
+static size_t cap_nmod, cap_capmod;
 
 struct cap_staged { uint64_t corr; uint32_t off, n; };
 static struct cap_staged *cap_stage;
@@ -782,6 +865,53 @@ static void cap_stage_drain(void)
 	for (size_t i = 0; cap_conv && i < napi; i++)
 		cap_push(&api[i]);
 	free(api);
+
+	pthread_mutex_lock(&cap_live_lock);
+	struct cap_mod_ev *mods = cap_mod_stage;
+	size_t nmods = cap_nmod;
+	cap_mod_stage = NULL;
+	cap_nmod = cap_capmod = 0;
+	pthread_mutex_unlock(&cap_live_lock);
+	for (size_t i = 0; cap_conv && i < nmods; i++)
+		if (cap_conv_module(cap_conv, mods[i].op, mods[i].ctx, mods[i].module, mods[i].t) < 0)
+			atomic_fetch_add(&cap_oom, 1);
+	free(mods);
+}
+
+/* A module loaded or is about to unload (CUPTI resource callback, on the
+ * thread that called the driver). The converter frees the module's
+ * globals at the unload (convert.h); the parameter caches forget every
+ * handle, which may name another function from now on. */
+static void cap_module_stage(enum cap_module_op op, uint32_t ctx, uint32_t module, uint64_t t);
+static void cap_module_event(CUpti_CallbackId id, const CUpti_ResourceData *rd)
+{
+	const CUpti_ModuleResourceData *md = rd ? rd->resourceDescriptor : NULL;
+	uint32_t ctx = 0;
+	if (!md)
+		return;
+	if (id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING)
+		cap_params_forget();
+	if (!(cap_record_bits & CAP_REC_MEMORY))
+		return;
+	if (rd->context)
+		cuptiGetContextId(rd->context, &ctx);
+	uint64_t t = 0;
+	cuptiGetTimestamp(&t);
+	cap_module_stage(id == CUPTI_CBID_RESOURCE_MODULE_LOADED ? CAP_MODULE_LOADED
+								  : CAP_MODULE_UNLOADING,
+			 ctx, md->moduleId, t);
+}
+
+/* Stage a module event for the converter (cap_stage_drain hands it on). */
+static void cap_module_stage(enum cap_module_op op, uint32_t ctx, uint32_t module, uint64_t t)
+{
+	struct cap_mod_ev ev = {op, ctx, module, t};
+	pthread_mutex_lock(&cap_live_lock);
+	if (VEC_RESERVE(cap_mod_stage, cap_capmod, cap_nmod + 1, 64) < 0)
+		atomic_fetch_add(&cap_oom, 1);
+	else
+		cap_mod_stage[cap_nmod++] = ev;
+	pthread_mutex_unlock(&cap_live_lock);
 }
 
 /* Stage one record timed in a callback (see cap_api_stage). */
@@ -1098,6 +1228,10 @@ static void CUPTIAPI cap_callback(void *userdata, CUpti_CallbackDomain domain,
 		cap_runtime_cb(id, data);
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
 		cap_driver_cb(id, data);
+	else if (domain == CUPTI_CB_DOMAIN_RESOURCE &&
+		 (id == CUPTI_CBID_RESOURCE_MODULE_LOADED ||
+		  id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING))
+		cap_module_event(id, data);
 }
 
 /* ------------------------------------------------------------- flushing */
@@ -1112,21 +1246,68 @@ static uint64_t cap_now(void)
 /* Ask CUPTI for what is complete, then write: everything when ALL (nothing
  * older can come: device reset, exit), else up to now minus the lag. Never
  * called with cap_lock held: CUPTI delivers buffers on this thread. */
+static int cap_claim_path(void);
+static void cap_report_line(uint64_t records, uint64_t dropped, int complete);
+
+/* Claim the trace file and open it: at the first flush after the process
+ * did real work (cap_has_work). Returns 0 when the trace is open. */
+static int cap_open_trace(void)
+{
+	char err[256];
+	if (cap_writer)
+		return 0;
+	if (cap_open_failed || !atomic_load(&cap_has_work))
+		return -1;
+	cap_claim_path();
+	struct trace_writer *w = trace_writer_open(cap_path, TRACE_W_STREAM, err, sizeof(err));
+	if (!w) {
+		fprintf(stderr, "gpumemsim capture: %s; process %d runs untraced\n", err, (int)getpid());
+		cap_open_failed = 1;
+		atomic_store(&cap_active, 0);
+		return -1;
+	}
+	pthread_mutex_lock(&cap_lock);
+	cap_writer = w;
+	pthread_mutex_unlock(&cap_lock);
+	cap_report_line(0, 0, 0);   /* listed even if the process dies */
+	return 0;
+}
+
 static void cap_flush_now(int all)
 {
 	uint64_t t = cap_now();
 	uint64_t lag = (uint64_t)cap_lag_ms * 1000000ull;
 	cuptiActivityFlushAll(all ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+	if (cap_open_trace() < 0) {
+		/* no work yet: keep the staged records in the converter */
+		pthread_mutex_lock(&cap_lock);
+		if (cap_conv && !cap_open_failed)
+			cap_stage_drain();
+		pthread_mutex_unlock(&cap_lock);
+		return;
+	}
 	if (cap_write_header(all) < 0 && !atomic_load(&cap_header_done))
 		return;
 	pthread_mutex_lock(&cap_lock);
 	if (cap_writer) {
+		struct cap_stats st;
 		cap_stage_drain();
 		if (all)
 			cap_conv_emit_all(cap_conv);
 		else if (t > lag)
 			cap_conv_emit_until(cap_conv, t - lag);
 		trace_writer_flush(cap_writer);
+		/* Records came later than the window: CUPTI held a buffer back
+		 * (it delivers a buffer only once every record in it is complete).
+		 * Widen the window so it does not happen again, up to a limit. */
+		cap_conv_stats(cap_conv, &st);
+		if (st.late > cap_late_seen && cap_lag_ms < CAP_LAG_MAX_MS) {
+			cap_lag_ms = cap_lag_ms * 2 < CAP_LAG_MAX_MS ? cap_lag_ms * 2 : CAP_LAG_MAX_MS;
+			if (cap_verbose)
+				fprintf(stderr, "gpumemsim capture: %llu late records: reorder window now "
+						"%u ms\n", (unsigned long long)st.late, cap_lag_ms);
+		}
+		cap_late_seen = st.late;
 	}
 	pthread_mutex_unlock(&cap_lock);
 }
@@ -1192,6 +1373,7 @@ static void cap_finalize(void)
 	}
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	atomic_store(&cap_active, 0);
+	cap_open_trace();   /* a process that did no CUDA work leaves no file */
 	cap_write_header(1);
 	pthread_mutex_lock(&cap_lock);
 	if (!cap_writer)
@@ -1231,12 +1413,24 @@ static void cap_finalize(void)
 		fprintf(stderr, "gpumemsim capture: warning: %llu records arrived after the %u ms "
 				"reorder window (start moved later; raise GPUMEMSIM_CAPTURE_LAG_MS)\n",
 			(unsigned long long)st.late, cap_lag_ms);
+	uint64_t repairs = st.live_replaced + st.frees_reordered + st.frees_dropped;
+	if (repairs)
+		fprintf(stderr, "gpumemsim capture: warning: %llu allocation lifetimes repaired in %s "
+				"(records delivered out of order: %llu allocations at a live address, "
+				"%llu frees before their allocation, %llu frees of nothing live)\n",
+			(unsigned long long)repairs, cap_path, (unsigned long long)st.live_replaced,
+			(unsigned long long)st.frees_reordered, (unsigned long long)st.frees_dropped);
 	if (cap_verbose)
 		fprintf(stderr, "gpumemsim capture: %s: %llu records, %llu allocations, %llu links "
-				"(%llu unresolved), %llu memory-pool records not written\n",
+				"(%llu unresolved), %llu memory-pool records not written, %llu late, "
+				"modules %llu loaded %llu unloaded, %llu module frees, %llu statics "
+				"re-registered, %llu stale kernel layouts avoided\n",
 			cap_path, (unsigned long long)st.emitted, (unsigned long long)st.allocs,
 			(unsigned long long)st.links, (unsigned long long)st.links_unresolved,
-			(unsigned long long)atomic_load(&cap_pool_records));
+			(unsigned long long)atomic_load(&cap_pool_records), (unsigned long long)st.late,
+			(unsigned long long)st.modules_loaded, (unsigned long long)st.modules_unloaded,
+			(unsigned long long)st.module_frees, (unsigned long long)st.static_replaced,
+			(unsigned long long)atomic_load(&cap_stale_layouts));
 out:
 	pthread_mutex_unlock(&cap_lock);
 }
@@ -1316,6 +1510,22 @@ static unsigned cap_env_record(void)
 	return bits;
 }
 
+/* GPUMEMSIM_CAPTURE_SYNCS: 1 for callbacks on the sync calls, 0 for
+ * CUPTI's SYNCHRONIZATION activity kind; CAP_SYNCS_DEFAULT when unset. */
+static int cap_env_syncs(void)
+{
+	const char *s = getenv("GPUMEMSIM_CAPTURE_SYNCS");
+	if (!s || !*s)
+		return CAP_SYNCS_CALLBACKS_DEFAULT;
+	if (!strcmp(s, "callbacks"))
+		return 1;
+	if (!strcmp(s, "activity"))
+		return 0;
+	fprintf(stderr, "gpumemsim capture: GPUMEMSIM_CAPTURE_SYNCS=%s is not callbacks or "
+			"activity; using %s\n", s, CAP_SYNCS_CALLBACKS_DEFAULT ? "callbacks" : "activity");
+	return CAP_SYNCS_CALLBACKS_DEFAULT;
+}
+
 /* GPUMEMSIM_CAPTURE_API: callbacks (default), activity or off. */
 static enum cap_api_mode cap_env_api_mode(void)
 {
@@ -1342,7 +1552,8 @@ static const char *cap_api_name(CUpti_CallbackDomain dom, uint32_t cbid)
 		"cudaMemset", "cudaMemsetAsync", "cudaDeviceReset",
 		"cuMemAlloc", "cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync",
 		"cuMemAllocFromPoolAsync", "cuLaunchKernel", "cuLaunchKernelEx", "cuCtxSynchronize",
-		"cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent", NULL};
+		"cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent",
+		"cudaGraphLaunch", "cuGraphLaunch", NULL};
 	const char *name = NULL;
 	char buf[128];
 	if (cuptiGetCallbackName(dom, cbid, &name) != CUPTI_SUCCESS || !name)
@@ -1400,8 +1611,6 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	static int done;
 	CUptiResult r;
 	const char *msg = NULL;
-	char err[256];
-
 	if (done++)
 		return 1;
 	cap_pid = getpid();
@@ -1429,16 +1638,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		cap_drv_names[i] = cap_api_name(CUPTI_CB_DOMAIN_DRIVER_API, i);
 
 	struct cap_sink sink = {NULL, sink_intern, sink_record};
-	cap_claim_path();
-	cap_writer = trace_writer_open(cap_path, TRACE_W_STREAM, err, sizeof(err));
-	if (!cap_writer) {
-		fprintf(stderr, "gpumemsim capture: %s; process %d runs untraced\n", err, (int)getpid());
-		goto fail;
-	}
-	sink.ctx = cap_writer;
-	cap_report_line(0, 0, 0);   /* listed even if the process dies */
 	cap_conv = cap_conv_new(&sink);
 	u64map_init(&cap_param_cache);
+	u64map_init(&cap_stub_cache);
+	u64map_init(&cap_param_grave);
 	if (!cap_conv || sem_init(&cap_wake, 0, 0) || sem_init(&cap_done, 0, 0)) {
 		fprintf(stderr, "gpumemsim capture: out of memory; process %d runs untraced\n", (int)getpid());
 		goto fail;
@@ -1463,8 +1666,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		cap_enable(CUPTI_ACTIVITY_KIND_MEMCPY, "copies");
 		cap_enable(CUPTI_ACTIVITY_KIND_MEMSET, "memsets");
 	}
-	const char *syncs = getenv("GPUMEMSIM_CAPTURE_SYNCS");
-	cap_sync_cb = (rec & CAP_REC_SYNCS) && syncs && !strcmp(syncs, "callbacks");
+	cap_sync_cb = (rec & CAP_REC_SYNCS) && cap_env_syncs();
 	if ((rec & CAP_REC_SYNCS) && !cap_sync_cb)
 		cap_enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronisations");
 	if (rec & CAP_REC_MEMORY)
@@ -1488,6 +1690,11 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 
 	cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
 			    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+	/* module unloads: free the module's globals, forget kernel handles */
+	cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+			    CUPTI_CBID_RESOURCE_MODULE_LOADED);
+	cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+			    CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
 	if (cap_links_on) {
 		static const CUpti_CallbackId rt[] = {
 			CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,

@@ -12,7 +12,12 @@
 # no capture. Default: plain; the default capture; --no-links; --api
 # activity (CUPTI records every API call, the old way); --api off
 # --no-links (kernels, memory, syncs, NVTX only); the same without kernels
-# (what recording kernels costs).
+# (what recording kernels costs). A configuration may begin with
+# VAR=VALUE words: they are exported for that configuration's runs only,
+# the rest are its capture options, e.g. "GPUMEMSIM_CAPTURE_SYNCS=callbacks"
+# (the default capture with syncs from the sync calls' callbacks),
+# "GPUMEMSIM_CAPTURE_SYNCS=activity --no-links", or "VAR=VALUE plain" (no
+# capture, with VAR set).
 B=${1:-build}
 BATCH=${2:-32}
 STEPS=${3:-20}
@@ -25,11 +30,25 @@ mkdir -p "$T" || exit 1
 ARGS="$HERE/tests/torch_steps.py --model resnet50 --batch $BATCH --steps $STEPS --warmup 5"
 
 one() { # config -> median step ms on stdout
-	case "$1" in
-	plain) $PY $ARGS 2>"$T/err" ;;
-	default) "$B/gpumemsim" capture -o "$T/t.trace.gz" -- $PY $ARGS 2>"$T/err" ;;
-	*) "$B/gpumemsim" capture -o "$T/t.trace.gz" $1 -- $PY $ARGS 2>"$T/err" ;;
-	esac | awk '/^step_ms/ {print $2}'
+	(
+		# leading VAR=VALUE words: exported in this subshell, for this run
+		set -f
+		# shellcheck disable=SC2086 # the configuration is a list of words
+		set -- $1
+		set +f
+		while [ $# -gt 0 ]; do
+			case ${1%%=*} in
+			"$1" | "" | [!A-Za-z_]* | *[!A-Za-z0-9_]*) break ;;
+			esac
+			export "${1?}" || exit 1
+			shift
+		done
+		case "$*" in
+		plain) $PY $ARGS 2>"$T/err" ;;
+		"" | default) "$B/gpumemsim" capture -o "$T/t.trace.gz" -- $PY $ARGS 2>"$T/err" ;;
+		*) "$B/gpumemsim" capture -o "$T/t.trace.gz" "$@" -- $PY $ARGS 2>"$T/err" ;;
+		esac
+	) | awk '/^step_ms/ {print $2}'
 }
 
 r=1

@@ -35,11 +35,12 @@ static void capture_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: gpumemsim capture [-o FILE] [--label KEY=VALUE]... [--no-links] [--api MODE]\n"
-		"                         [--no-source] [--record LIST] -- CMD [ARGS]\n"
+		"                         [--no-source] [--record LIST] [--syncs MODE] -- CMD [ARGS]\n"
 		"\n"
 		"Run CMD with the CUPTI capture library injected and write one trace per\n"
-		"process that uses CUDA: the first to FILE (default " CAPTURE_DEFAULT_OUT "),\n"
-		"others to FILE with their pid before the .gz (FILE.PID without .gz).\n"
+		"process that does CUDA work (kernels, copies, allocations): the first to\n"
+		"FILE (default " CAPTURE_DEFAULT_OUT "), others to FILE with their pid before\n"
+		"the .gz (FILE.PID without .gz), labelled capture_process=root|child.\n"
 		"gzip when FILE ends in .gz. CMD's exit status is passed through.\n"
 		"\n"
 		"  -o FILE            trace to write (an existing FILE is replaced)\n"
@@ -53,6 +54,8 @@ static void capture_usage(FILE *f)
 		"                     of programs that allocate per tensor)\n"
 		"  --record LIST      what to record, comma-separated: kernels, memory, copies,\n"
 		"                     syncs, nvtx, all (default all; fewer, less overhead)\n"
+		"  --syncs MODE       how synchronisations are recorded: callbacks (on the sync\n"
+		"                     calls) or activity (CUPTI's SYNCHRONIZATION records)\n"
 		"\n"
 		"environment: GPUMEMSIM_CAPTURE_LIB  the library (default: " CAPTURE_LIB_NAME "\n"
 		"             next to the gpumemsim binary; build it with `make capture`)\n"
@@ -182,7 +185,7 @@ int cmd_capture(int argc, char **argv)
 	char *labels = NULL;
 	size_t labels_len = 0;
 	int links = 1, source = 1, i, rc = 1, report_fd = -1;
-	const char *api = "callbacks", *record = "all";
+	const char *api = "callbacks", *record = "all", *syncs = NULL;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -234,6 +237,14 @@ int cmd_capture(int argc, char **argv)
 				rc = EXIT_USAGE;
 				goto out;
 			}
+		} else if (!strcmp(a, "--syncs")) {
+			syncs = ++i < argc ? argv[i] : "";
+			if (strcmp(syncs, "callbacks") && strcmp(syncs, "activity")) {
+				fprintf(stderr, "gpumemsim capture: --syncs wants callbacks or activity, "
+						"got '%s'\n", syncs);
+				rc = EXIT_USAGE;
+				goto out;
+			}
 		} else if (!strcmp(a, "--api")) {
 			api = ++i < argc ? argv[i] : "";
 			if (strcmp(api, "callbacks") && strcmp(api, "activity") && strcmp(api, "off")) {
@@ -275,7 +286,8 @@ int cmd_capture(int argc, char **argv)
 	    setenv("GPUMEMSIM_CAPTURE_API", api, 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_SOURCE", source ? "1" : "0", 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_RECORD", record, 1) ||
-	    setenv("GPUMEMSIM_CAPTURE_LABELS", labels ? labels : "", 1)) {
+	    setenv("GPUMEMSIM_CAPTURE_LABELS", labels ? labels : "", 1) ||
+	    (syncs && setenv("GPUMEMSIM_CAPTURE_SYNCS", syncs, 1))) {
 		fprintf(stderr, "gpumemsim capture: cannot set the environment: %s\n", strerror(errno));
 		goto out;
 	}
@@ -286,7 +298,11 @@ int cmd_capture(int argc, char **argv)
 		goto out;
 	}
 	if (pid == 0) {
+		char root[32];
 		close(report_fd);
+		/* the program's own process: its trace is labelled the root one */
+		snprintf(root, sizeof(root), "%d", (int)getpid());
+		setenv("GPUMEMSIM_CAPTURE_ROOT_PID", root, 1);
 		execvp(argv[i], argv + i);
 		fprintf(stderr, "gpumemsim capture: cannot run '%s': %s\n", argv[i], strerror(errno));
 		_exit(127);
@@ -310,8 +326,8 @@ int cmd_capture(int argc, char **argv)
 	sigaction(SIGTERM, &old_term, NULL);
 	capture_child_pid = 0;
 	if (capture_print_report(report) == 0)
-		fprintf(stderr, "gpumemsim capture: no trace written (the program never initialised "
-				"CUDA, or the capture library could not start)\n");
+		fprintf(stderr, "gpumemsim capture: no trace written (no process of the program did "
+				"CUDA work, or the capture library could not start)\n");
 	if (WIFEXITED(status))
 		rc = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))

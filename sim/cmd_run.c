@@ -189,6 +189,7 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 	json_kv_bool(&j, "complete", r->complete);
 	json_kv_u64(&j, "allocs", r->allocs);
 	json_kv_u64(&j, "frees", r->frees);
+	json_kv_u64(&j, "static_replaced", r->static_replaced);
 	json_kv_u64(&j, "peak_allocated", r->peak_allocated);
 	json_kv_u64(&j, "peak_requested", r->peak_requested);
 	json_kv_u64(&j, "peak_reserved", r->peak_reserved);
@@ -430,6 +431,10 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "gpumemsim run: %s\n", err);
 		goto out;
 	}
+	if (res.static_replaced)
+		fprintf(stderr, "gpumemsim run: note: %s: %" PRIu64 " static (module) allocations "
+			"re-registered at a live address without a free (module reloaded); each "
+			"freed the earlier one\n", a.trace, res.static_replaced);
 	if (st) {
 		if (store_save_run(st, &res, GPUMEMSIM_VERSION, &run_id, err, sizeof err) < 0) {
 			fprintf(stderr, "gpumemsim run: %s\n", err);

@@ -7,7 +7,11 @@
  *           allocation at a live address, kernel links to allocations that
  *           do not exist yet (errors) or are no longer live (warnings: the
  *           host frees a buffer as soon as the kernel is queued, and the
- *           kernel runs later, so a link past the free is normal).
+ *           kernel runs later, so a link past the free is normal). A
+ *           static (module) allocation at an address where a static one
+ *           is live is a warning: the module was loaded again, and older
+ *           captures recorded no free at its unload; the new one replaces
+ *           the earlier one.
  * cat       prints the trace with absolute times: by default with strings
  *           resolved inline (for people), with --trace as a valid trace.
  * stats     counts, peak live bytes, duration, labels; --json for scripts.
@@ -64,11 +68,21 @@ static struct trace_reader *open_or_report(const char *path)
 
 struct vstate {
 	const char *path;
-	struct u64map live_addr; /* addr -> allocation id */
+	struct u64map live_addr; /* addr -> allocation id | VLIVE_STATIC */
 	struct u64map live_id;   /* allocation id -> bytes */
 	uint64_t nallocs;
 	uint64_t warnings;
+	uint64_t static_replaced; /* static 'a' at a live static address */
 };
+
+/* live_addr: the allocation is module memory (kind 6 or 7). Allocation ids
+ * are ordinals of 'a' records, far below 2^63. */
+#define VLIVE_STATIC (UINT64_C(1) << 63)
+
+static int is_static_kind(uint32_t kind)
+{
+	return kind == TMEM_DEVICE_STATIC || kind == TMEM_MANAGED_STATIC;
+}
 
 static void vwarn(struct vstate *v, uint64_t line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -100,12 +114,22 @@ static int validate_rec(struct vstate *v, const struct trace_rec *rec)
 			return -1;
 		}
 		if (u64map_get(&v->live_addr, m->addr, &val)) {
-			fprintf(stderr, "%s:%" PRIu64 ": allocation at 0x%" PRIx64 " which is still "
-				"live (allocation id %" PRIu64 " was never freed)\n",
-				v->path, rec->line, m->addr, val);
-			return -1;
+			if (!(val & VLIVE_STATIC) || !is_static_kind(m->kind)) {
+				fprintf(stderr, "%s:%" PRIu64 ": allocation at 0x%" PRIx64 " which is "
+					"still live (allocation id %" PRIu64 " was never freed)\n",
+					v->path, rec->line, m->addr, val & ~VLIVE_STATIC);
+				return -1;
+			}
+			/* a module loaded again: its globals are registered anew,
+			 * and the capture recorded no free at the unload */
+			v->static_replaced++;
+			vwarn(v, rec->line, "static allocation at 0x%" PRIx64 " while allocation id %"
+			      PRIu64 " (static) is still live: module reloaded, treated as "
+			      "replacing it", m->addr, val & ~VLIVE_STATIC);
+			u64map_del(&v->live_id, val & ~VLIVE_STATIC, NULL);
 		}
-		if (u64map_put(&v->live_addr, m->addr, m->id) < 0 ||
+		if (u64map_put(&v->live_addr, m->addr,
+			       m->id | (is_static_kind(m->kind) ? VLIVE_STATIC : 0)) < 0 ||
 		    u64map_put(&v->live_id, m->id, m->bytes) < 0) {
 			fprintf(stderr, "%s: out of memory\n", v->path);
 			return -1;
@@ -118,7 +142,7 @@ static int validate_rec(struct vstate *v, const struct trace_rec *rec)
 			return -1;
 		}
 		uint64_t bytes = 0;
-		u64map_del(&v->live_id, val, &bytes);
+		u64map_del(&v->live_id, val & ~VLIVE_STATIC, &bytes);
 		if (m->bytes && m->bytes != bytes)
 			vwarn(v, rec->line, "free says %" PRIu64 " bytes, the allocation had %" PRIu64,
 			      m->bytes, bytes);
@@ -169,6 +193,10 @@ static int validate_one(const char *path)
 	if (v.warnings > MAX_WARNINGS_SHOWN)
 		fprintf(stderr, "%s: %" PRIu64 " more warnings not shown\n", path,
 			v.warnings - MAX_WARNINGS_SHOWN);
+	if (v.static_replaced)
+		fprintf(stderr, "%s: warning: %" PRIu64 " static (module) allocations re-registered "
+			"at a live address without a free (module reloaded; treated as replacing "
+			"the earlier one)\n", path, v.static_replaced);
 	printf("%s: ok (%" PRIu64 " records", path, n);
 	if (!trace_reader_trailer(r)->present)
 		printf(", incomplete: no 'end' trailer");
@@ -230,6 +258,14 @@ static void cat_stream(FILE *f, uint32_t s)
 		fprintf(f, " %" PRIu32, s);
 }
 
+/* A 'k', 'c' or 'm' record's CUDA graph identity: written only when set,
+ * so traces without graphs print as they always have. */
+static void cat_graph(FILE *f, uint32_t graph, uint64_t node)
+{
+	if (graph || node)
+		fprintf(f, " %" PRIu32 " %" PRIu64, graph, node);
+}
+
 static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_rec *rec,
 		    int resolve)
 {
@@ -258,6 +294,7 @@ static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_re
 			fputs(" -", f);
 		for (uint32_t i = 0; i < k->nlinks; i++)
 			fprintf(f, "%c%" PRIu64, i ? ',' : ' ', k->links[i]);
+		cat_graph(f, k->graph, k->graph_node);
 		break;
 	}
 	case TREC_MEMCPY:
@@ -267,6 +304,7 @@ static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_re
 		if (rec->type == TREC_MEMCPY)
 			fprintf(f, " %s", trace_copy_kind_name(rec->u.copy.kind));
 		fprintf(f, " %" PRIu64, rec->u.copy.corr);
+		cat_graph(f, rec->u.copy.graph, rec->u.copy.graph_node);
 		break;
 	case TREC_SYNC:
 		fprintf(f, " %s", trace_sync_kind_name(rec->u.sync.kind));
@@ -393,9 +431,16 @@ struct tstats {
 	uint64_t records, links, alloc_bytes;
 	uint64_t live_bytes, peak_live_bytes, peak_at;
 	uint64_t unmatched_frees;
+	uint64_t graph_kernels;   /* kernels launched from a CUDA graph */
+	struct u64map graphs;     /* graph ids seen on 'k', 'c' and 'm' records */
 	uint64_t first, last_end;
 	int any;
 };
+
+static int stats_graph(struct tstats *s, uint32_t graph)
+{
+	return graph ? u64map_put(&s->graphs, graph, 1) : 0;
+}
 
 static int stats_rec(struct tstats *s, struct u64map *live, const struct trace_rec *rec)
 {
@@ -433,7 +478,12 @@ static int stats_rec(struct tstats *s, struct u64map *live, const struct trace_r
 		break;
 	case TREC_KERNEL:
 		s->links += rec->u.kernel.nlinks;
-		break;
+		if (rec->u.kernel.graph)
+			s->graph_kernels++;
+		return stats_graph(s, rec->u.kernel.graph);
+	case TREC_MEMCPY:
+	case TREC_MEMSET:
+		return stats_graph(s, rec->u.copy.graph);
 	default:
 		break;
 	}
@@ -472,6 +522,8 @@ static void stats_json(FILE *f, const struct trace_reader *r, const struct tstat
 	json_kv_u64(&j, "controls", s->count[TREC_CONTROL]);
 	json_kv_u64(&j, "segments", s->count[TREC_SEGMENT]);
 	json_kv_u64(&j, "kernel_buffer_links", s->links);
+	json_kv_u64(&j, "graph_kernels", s->graph_kernels);
+	json_kv_u64(&j, "graphs", s->graphs.count);
 	json_kv_u64(&j, "alloc_bytes", s->alloc_bytes);
 	json_kv_u64(&j, "peak_live_bytes", s->peak_live_bytes);
 	json_kv_u64(&j, "peak_live_at_ns", s->peak_at);
@@ -527,6 +579,9 @@ static void stats_text(FILE *f, const struct trace_reader *r, const struct tstat
 			fprintf(f, "    %-13s %" PRIu64 "\n", trace_rec_name((enum trace_rec_type)t),
 				s->count[t]);
 	fprintf(f, "  kernel links    %" PRIu64 "\n", s->links);
+	if (s->graph_kernels || s->graphs.count)
+		fprintf(f, "  CUDA graphs     %zu, %" PRIu64 " kernels launched from them\n",
+			s->graphs.count, s->graph_kernels);
 	fprintf(f, "  allocated       %s in total\n", cli_fmt_bytes(s->alloc_bytes, b1, sizeof b1));
 	fprintf(f, "  peak live       %s at %.6f s\n",
 		cli_fmt_bytes(s->peak_live_bytes, b1, sizeof b1), (double)s->peak_at / 1e9);
@@ -551,6 +606,7 @@ static int cmd_trace_stats(int argc, char **argv)
 		return 1;
 	struct tstats s;
 	memset(&s, 0, sizeof s);
+	u64map_init(&s.graphs);
 	struct u64map live;
 	u64map_init(&live);
 	struct trace_rec rec;
@@ -583,6 +639,7 @@ static int cmd_trace_stats(int argc, char **argv)
 	}
 out:
 	u64map_free(&live);
+	u64map_free(&s.graphs);
 	trace_reader_close(r);
 	return ret;
 }

@@ -64,7 +64,7 @@ struct live_ent {
 	uint64_t paddr, block, req, line;
 	uint64_t rend;         /* trace end of its innermost NVTX range, or UINT64_MAX */
 	uint32_t stream;
-	uint32_t ctx;          /* nv_ctx index of that range | CTX_LIB */
+	uint32_t ctx;          /* nv_ctx index of that range | CTX_LIB | CTX_STATIC */
 };
 
 #define LIVE_EMPTY UINT64_MAX
@@ -122,6 +122,9 @@ struct open_range {
 enum nv_phase { PH_NONE = 0, PH_FWD, PH_BWD, PH_OPT, PH_BUILD };
 #define PH_PRESTEP 8u          /* no step had begun yet */
 #define CTX_LIB 0x80000000u   /* allocated by libcudnn / libcublas */
+#define CTX_STATIC 0x40000000u /* live entries only: module memory (kind 6/7) */
+#define FLIVE_STATIC 0x8000u  /* flive value: module memory (kind 6/7) */
+#define FLIVE_SLOT 0x7fffu    /* flive value: its flib index (below FLIB_MAX) */
 #define ENG_F_LIB 0x80000000u /* erec mem.flags: the source is such a library */
 #define ENG_F_FOREIGN 0x40000000u /* erec mem.flags: outside the framework's allocator */
 #define FLIB_MAX 4096u        /* libraries told apart; later ones share the last slot */
@@ -230,7 +233,7 @@ struct engine {
 
 	/* memory outside the framework's allocator (routing on only) */
 	const char *fsub;             /* the allocator's SUBSTR; NULL: no routing */
-	struct u64map flive;          /* trace addr -> bytes << 16 | flib index */
+	struct u64map flive;          /* trace addr -> bytes << 16 | FLIVE_STATIC | flib index */
 	struct u64map flib_idx;       /* source | kind << 32 -> flib index */
 	struct flib *flibs;
 	uint32_t nflib;
@@ -550,6 +553,12 @@ static int is_host_kind(uint32_t kind)
 	return kind == TMEM_PAGEABLE || kind == TMEM_PINNED;
 }
 
+/* Module globals: CUPTI reports them when a module loads. */
+static inline int is_static_kind(uint32_t kind)
+{
+	return kind == TMEM_DEVICE_STATIC || kind == TMEM_MANAGED_STATIC;
+}
+
 /* ------------------------------------------------------------ timing */
 
 /* Recorded host nanoseconds NS at the simulated host's speed. */
@@ -716,7 +725,7 @@ static uint32_t ctx_intern(struct engine *e, const char *name, unsigned phase)
 		return (uint32_t)v;
 	if (VEC_RESERVE(e->ctxs, e->cap_ctx, e->nctx + 1, 64) < 0)
 		return 0;
-	if (e->nctx >= CTX_LIB - 1 || u64map_put(&e->ctx_idx, key, e->nctx) < 0)
+	if (e->nctx >= CTX_STATIC - 1 || u64map_put(&e->ctx_idx, key, e->nctx) < 0)
 		return 0;
 	e->ctxs[e->nctx].name = name;
 	e->ctxs[e->nctx].phase = phase;
@@ -872,7 +881,7 @@ static void pk_note_free(struct engine *e, const struct live_ent *le, uint64_t t
 	struct pk_gone *g = &e->pk[e->npk++];
 	g->block = le->block;
 	g->line = le->line;
-	g->ctx = le->ctx;
+	g->ctx = le->ctx & ~CTX_STATIC;
 	g->within = le->rend != UINT64_MAX && t < le->rend;
 	g->free_t = t;
 	g->free_phase = e->ctxs ? e->ctxs[e->cur_ctx].phase & 7u : PH_NONE;
@@ -974,8 +983,9 @@ static void pk_finish(struct engine *e)
 		const struct live_ent *le = &e->live.slot[i];
 		if (le->addr == LIVE_EMPTY || le->line > e->pk_line)
 			continue;
-		it[n++] = (struct pk_item){le->block, le->line, le->ctx,
-					   pk_classify(e, le->ctx, 0, 0, PH_NONE)};
+		uint32_t ctx = le->ctx & ~CTX_STATIC;
+		it[n++] = (struct pk_item){le->block, le->line, ctx,
+					   pk_classify(e, ctx, 0, 0, PH_NONE)};
 	}
 	for (size_t i = 0; i < e->npk; i++) {
 		const struct pk_gone *g = &e->pk[i];
@@ -1107,6 +1117,35 @@ static int64_t flib_slot(struct engine *e, const struct trace_mem *m)
 	return e->nflib++;
 }
 
+static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
+		   char *err, size_t errlen);
+
+/*
+ * A static allocation (module globals, kind 6/7) at an address where a
+ * static allocation is still live: the module was loaded again (XLA's
+ * autotuner does this) and the capture recorded no free when it was
+ * unloaded. The earlier allocation is freed here, by the path a real free
+ * takes, before the new one is made. *NOW moves past the time the free
+ * took in a timed replay.
+ */
+static int static_replace(struct engine *e, const struct erec *rec, uint64_t *now,
+			  char *err, size_t errlen)
+{
+	struct erec fr = *rec;
+	fr.type = TREC_FREE;
+	fr.u.mem.id = 0;
+	fr.u.mem.bytes = 0;
+	fr.u.mem.stream = TRACE_NO_STREAM; /* the block's own stream */
+	fr.u.mem.flags = 0;
+	fr.u.mem.corr = 0;
+	if (on_free(e, &fr, *now, err, errlen) < 0)
+		return -1;
+	e->res->static_replaced++;
+	if (e->cost && (int64_t)(*now - e->floor) < 0)
+		*now = e->floor;
+	return 0;
+}
+
 /* Memory outside the framework's allocator: from the device, beside the
  * policy. A failure is an OOM like any other (the library's cudaMalloc
  * failed), and its free is skipped. */
@@ -1115,7 +1154,13 @@ static int on_foreign_alloc(struct engine *e, const struct erec *rec, uint64_t n
 {
 	const struct trace_mem *m = &rec->u.mem;
 	uint64_t v;
-	if (live_find(&e->live, m->addr) || (e->flive.count && u64map_get(&e->flive, m->addr, &v))) {
+	int live = live_find(&e->live, m->addr) != NULL;
+	if (!live && e->flive.count && u64map_get(&e->flive, m->addr, &v)) {
+		live = !(v & FLIVE_STATIC) || !is_static_kind(m->kind);
+		if (!live && static_replace(e, rec, &now, err, errlen) < 0)
+			return -1;
+	}
+	if (live) {
 		snprintf(err, errlen, "%s:%" PRIu64 ": allocation at 0x%" PRIx64
 			 " which is already live", e->path, rec->line, m->addr);
 		return -1;
@@ -1142,7 +1187,8 @@ static int on_foreign_alloc(struct engine *e, const struct erec *rec, uint64_t n
 		note_level(e, now, rec->line);
 		return 0;
 	}
-	if (u64map_put(&e->flive, m->addr, m->bytes << 16 | (uint64_t)slot) < 0)
+	if (u64map_put(&e->flive, m->addr, m->bytes << 16 | (uint64_t)slot |
+		       (is_static_kind(m->kind) ? FLIVE_STATIC : 0)) < 0)
 		goto nomem;
 	struct flib *l = &e->flibs[slot];
 	l->allocs++;
@@ -1163,7 +1209,7 @@ nomem:
 static void on_foreign_free(struct engine *e, uint64_t v, uint64_t now)
 {
 	uint64_t bytes = v >> 16;
-	struct flib *l = &e->flibs[v & 0xffff];
+	struct flib *l = &e->flibs[v & FLIVE_SLOT];
 	l->live -= bytes <= l->live ? bytes : l->live;
 	e->foreign_live -= bytes <= e->foreign_live ? bytes : e->foreign_live;
 	device_set_time(e->dev, now);
@@ -1201,10 +1247,18 @@ static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
 	if (!le)
 		goto nomem;
 	if (!fresh) {
-		snprintf(err, errlen, "%s:%" PRIu64 ": allocation at 0x%" PRIx64
-			 " which is already live (allocated at line %" PRIu64 ")",
-			 e->path, rec->line, m->addr, le->line);
-		return -1;
+		if (!is_static_kind(m->kind) || !(le->ctx & CTX_STATIC)) {
+			snprintf(err, errlen, "%s:%" PRIu64 ": allocation at 0x%" PRIx64
+				 " which is already live (allocated at line %" PRIu64 ")",
+				 e->path, rec->line, m->addr, le->line);
+			return -1;
+		}
+		/* LE goes with the free: claim the slot again */
+		if (static_replace(e, rec, &now, err, errlen) < 0)
+			return -1;
+		le = live_claim(&e->live, m->addr, &fresh);
+		if (!le)
+			goto nomem;
 	}
 	if (e->skip.count)
 		u64map_del(&e->skip, m->addr, NULL);
@@ -1234,7 +1288,7 @@ static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
 	le->req = m->bytes;
 	le->line = rec->line;
 	le->stream = stream;
-	le->ctx = e->cur_ctx | (m->flags & ENG_F_LIB);
+	le->ctx = e->cur_ctx | (m->flags & ENG_F_LIB) | (is_static_kind(m->kind) ? CTX_STATIC : 0);
 	le->rend = e->cur_end;
 	e->last_alloc_line = rec->line;
 	e->allocated += ar.block_bytes;

@@ -141,6 +141,11 @@ struct sim_result {
 
 	/* metrics */
 	uint64_t allocs, frees;         /* trace requests served / returned */
+	uint64_t static_replaced;       /* static (module, kind 6/7) allocations made at an
+					 * address where a static one was still live: the
+					 * module was reloaded without a recorded free, and
+					 * the earlier one was freed there (counted in frees,
+					 * or outside the allocator when routed) */
 	uint64_t peak_allocated;        /* max sum of block_bytes of live blocks */
 	uint64_t peak_requested;        /* max sum of requested bytes of live blocks */
 	uint64_t peak_reserved;         /* max device-reserved bytes */

@@ -232,6 +232,134 @@ Test(capture_convert, watermark_and_late_records)
 	mem_free(&m);
 }
 
+static void push_static(struct cap_conv *c, uint64_t t, uint32_t ctx, uint64_t addr, uint64_t bytes)
+{
+	struct cap_rec r;
+	memset(&r, 0, sizeof(r));
+	r.rec.type = TREC_ALLOC;
+	r.rec.start = r.rec.end = t;
+	r.rec.u.mem.addr = addr;
+	r.rec.u.mem.bytes = bytes;
+	r.rec.u.mem.stream = TRACE_NO_STREAM;
+	r.rec.u.mem.kind = TMEM_DEVICE_STATIC;
+	r.ctx = ctx;
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+}
+
+/* Module globals are freed when their module unloads: XLA's autotuner
+ * loads and unloads modules whose globals land at the same address. */
+Test(capture_convert, module_unload_frees_its_statics)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	/* module 5 on context 1: two globals allocated while it loads */
+	push_static(c, 100, 1, 0x5000, 64);
+	push_static(c, 101, 1, 0x4000, 32);
+	cr_assert_eq(cap_conv_module(c, CAP_MODULE_LOADED, 1, 5, 103), 0);
+	/* module 6 on context 1 loads much later; its global is not module 5's */
+	push_static(c, 500, 1, 0x9000, 16);
+	cr_assert_eq(cap_conv_module(c, CAP_MODULE_LOADED, 1, 6, 502), 0);
+	cr_assert_eq(cap_conv_module(c, CAP_MODULE_UNLOADING, 1, 5, 800), 0);
+	/* module 7 reloads the same code: its global at module 5's address */
+	push_static(c, 900, 1, 0x5000, 64);
+	cr_assert_eq(cap_conv_module(c, CAP_MODULE_LOADED, 1, 7, 901), 0);
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	/* a a a f(0x4000) f(0x5000) a: address order at the unload */
+	cr_assert_eq(m.n, 6);
+	cr_assert_eq(m.recs[3].type, TREC_FREE);
+	cr_assert_eq(m.recs[3].start, 800);
+	cr_assert_eq(m.recs[3].u.mem.addr, 0x4000);
+	cr_assert_eq(m.recs[3].u.mem.kind, TMEM_DEVICE_STATIC);
+	cr_assert_eq(m.recs[3].u.mem.bytes, 32);
+	cr_assert_eq(m.recs[4].u.mem.addr, 0x5000);
+	cr_assert_eq(m.recs[5].type, TREC_ALLOC);
+	cr_assert_eq(m.recs[5].u.mem.id, 3);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.module_frees, 2);
+	cr_assert_eq(st.static_replaced, 0);
+	cr_assert_eq(st.modules_loaded, 3);
+	cr_assert_eq(st.modules_unloaded, 1);
+	cr_assert_eq(st.emitted, 6);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+/* Without an unload event (or a static matched to another module), a
+ * static registered again at a live address closes the earlier one. */
+Test(capture_convert, static_reregistered_closes_the_earlier)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_static(c, 100, 1, 0x5000, 64);
+	push_static(c, 200, 1, 0x5000, 64);
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 3);
+	cr_assert_eq(m.recs[1].type, TREC_FREE);
+	cr_assert_eq(m.recs[1].start, 200);
+	cr_assert_eq(m.recs[2].type, TREC_ALLOC);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.static_replaced, 1);
+	cr_assert_eq(st.live_replaced, 0);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+/* An allocation delivered after its own free went out (past the reorder
+ * window): the free waits and is written right after the allocation. */
+Test(capture_convert, free_before_its_late_allocation_waits_for_it)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_kernel(c, 100, 110, 1, "k");
+	push_free(c, 150, 0xa000);
+	cr_assert_eq(cap_conv_emit_until(c, 200), 0);
+	cr_assert_eq(m.n, 1);   /* the free waits */
+	push_alloc(c, 120, 0xa000, 4096, 9, NULL);   /* late: it was allocated at 120 */
+	push_kernel(c, 300, 310, 2, "k");
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 4);
+	cr_assert_eq(m.recs[1].type, TREC_ALLOC);
+	cr_assert_eq(m.recs[1].start, 150);   /* clamped to the last written start */
+	cr_assert_eq(m.recs[2].type, TREC_FREE);
+	cr_assert_eq(m.recs[2].u.mem.addr, 0xa000);
+	cr_assert_eq(m.recs[2].u.mem.bytes, 4096);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.frees_reordered, 1);
+	cr_assert_eq(st.frees_dropped, 0);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
+/* A free delivered after the address was allocated again: the earlier
+ * allocation was closed when the new one came; the late free is dropped,
+ * and a free no allocation ever claimed is dropped at the end. */
+Test(capture_convert, late_free_of_a_closed_allocation_is_dropped)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_alloc(c, 100, 0xa000, 4096, 1, NULL);
+	push_alloc(c, 300, 0xa000, 8192, 2, NULL);
+	cr_assert_eq(cap_conv_emit_until(c, 400), 0);
+	cr_assert_eq(m.n, 3);   /* a, f (closing), a */
+	cr_assert_eq(m.recs[1].type, TREC_FREE);
+	push_free(c, 200, 0xa000);   /* the first allocation's own free, late */
+	push_free(c, 250, 0xb000);   /* of memory never seen allocated */
+	push_free(c, 500, 0xa000);   /* the second allocation's free */
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 4);
+	cr_assert_eq(m.recs[3].type, TREC_FREE);
+	cr_assert_eq(m.recs[3].start, 500);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.live_replaced, 1);
+	cr_assert_eq(st.frees_dropped, 2);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
 Test(capture_convert, strings_interned_once)
 {
 	struct mem_sink m;

@@ -374,6 +374,79 @@ Test(capture_cupti, nvtx_ranges_pair_and_nest)
 	cr_assert_eq(cap_nranges, 0);
 }
 
+/* Kernels and copies launched from a CUDA graph keep its identity; a
+ * module's globals are freed when the module unloads; records of work mark
+ * the process as one that leaves a trace. */
+Test(capture_cupti, graph_ids_and_module_unload)
+{
+	atomic_store(&cap_has_work, 0);
+	CUpti_ActivityMemory4 s;
+	memset(&s, 0, sizeof(s));
+	s.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	s.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	s.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC;
+	s.address = 0x303600200ull;
+	s.bytes = 256;
+	s.timestamp = 1000;
+	s.contextId = 0;   /* the context of the module event below (NULL -> 0) */
+	s.streamId = 0xffffffffu;
+	cap_activity((CUpti_Activity *)&s);
+	cr_assert_eq(atomic_load(&cap_has_work), 0, "module globals alone are not work");
+
+	CUpti_ModuleResourceData md = {.moduleId = 4};
+	CUpti_ResourceData rd = {.context = NULL, .resourceDescriptor = &md};
+	cap_module_event(CUPTI_CBID_RESOURCE_MODULE_LOADED, &rd);
+	/* the unload at a chosen time (the callback stamps CUPTI's clock) */
+	cap_module_stage(CAP_MODULE_UNLOADING, 0, 4, 3000);
+
+	CUpti_ActivityKernel10 k;
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = 2000;
+	k.end = 2100;
+	k.streamId = 7;
+	k.gridX = k.gridY = k.gridZ = k.blockX = k.blockY = k.blockZ = 1;
+	k.correlationId = 55;
+	k.graphId = 3;
+	k.graphNodeId = 77;
+	k.name = "in_graph";
+	cap_activity((CUpti_Activity *)&k);
+	cr_assert_eq(atomic_load(&cap_has_work), 1);
+
+	CUpti_ActivityMemcpy6 c;
+	memset(&c, 0, sizeof(c));
+	c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	c.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+	c.bytes = 64;
+	c.start = 2200;
+	c.end = 2210;
+	c.streamId = 7;
+	c.correlationId = 55;
+	c.graphId = 3;
+	c.graphNodeId = 78;
+	cap_activity((CUpti_Activity *)&c);
+
+	pthread_mutex_lock(&cap_lock);
+	cap_stage_drain();
+	pthread_mutex_unlock(&cap_lock);
+	cr_assert_eq(cap_conv_emit_all(cap_conv), 0);
+	cr_assert_eq(sink.n, 4);
+	cr_assert_eq(sink.recs[0].type, TREC_ALLOC);
+	cr_assert_eq(sink.recs[0].u.mem.kind, TMEM_DEVICE_STATIC);
+	cr_assert_eq(sink.recs[1].type, TREC_KERNEL);
+	cr_assert_eq(sink.recs[1].u.kernel.graph, 3);
+	cr_assert_eq(sink.recs[1].u.kernel.graph_node, 77);
+	cr_assert_eq(sink.recs[2].type, TREC_MEMCPY);
+	cr_assert_eq(sink.recs[2].u.copy.graph, 3);
+	cr_assert_eq(sink.recs[2].u.copy.graph_node, 78);
+	cr_assert_eq(sink.recs[3].type, TREC_FREE);
+	cr_assert_eq(sink.recs[3].u.mem.addr, 0x303600200ull);
+	cr_assert_eq(sink.recs[3].u.mem.kind, TMEM_DEVICE_STATIC);
+	struct cap_stats st;
+	cap_conv_stats(cap_conv, &st);
+	cr_assert_eq(st.module_frees, 1);
+}
+
 #else
 /* Without the CUDA headers (plain `make test`) this file is empty. */
 typedef int test_capture_cupti_needs_cuda;

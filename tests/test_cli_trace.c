@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
+
 static char out_buf[1 << 16], err_buf[1 << 16];
 
 /* Run `gpumemsim ARGS`; stdout and stderr into the buffers; exit status. */
@@ -190,4 +192,117 @@ Test(cli_trace, usage_and_help)
 	cr_assert_eq(run("trace cat --help"), 0);
 	cr_assert_eq(run("trace validate tests/data/bad/nope.trace"), 1);
 	cr_assert(strstr(err_buf, "nope.trace: cannot open"), "%s", err_buf);
+}
+
+/* A CUDA graph launch: two kernels and a memset of graph 3 share the
+ * launch's correlation id 50; an ordinary kernel and copy beside them. */
+static const char graph_trace[] =
+	"gpumemsim-trace 1\n"
+	"S 0 gemm\n"
+	"a 1000 0x10000 4096 -\n"
+	"p +0 +5 0 50\n"
+	"k +10 +100 7 0 1,1,1 32,1,1 16 0 50 0 3 42\n"
+	"k +10 +100 7 0 1,1,1 32,1,1 16 0 50 - 3 43\n"
+	"m +10 +5 7 4096 50 3 44\n"
+	"k +10 +100 7 0 1,1,1 32,1,1 16 0 51\n"
+	"c +10 +5 7 4096 dtoh 52 0 7\n"
+	"f +10 0x10000 0 -\n"
+	"end 8 0\n";
+
+Test(cli_trace, cat_carries_graph_fields)
+{
+	char in[128], once[128];
+	th_tmpfile(in, sizeof in, "cli_graph", graph_trace);
+	th_tmpname(once, sizeof once, "cli_graph_cat");
+	char args[512];
+	/* human form */
+	snprintf(args, sizeof args, "trace cat '%s'", in);
+	cr_assert_eq(run(args), 0, "%s", err_buf);
+	cr_assert(strstr(out_buf, "k 1010 1110 7 \"gemm\" 1,1,1 32,1,1 16 0 50 0 3 42\n"), "%s",
+		  out_buf);
+	cr_assert(strstr(out_buf, " 16 0 50 - 3 43\n"), "%s", out_buf);
+	cr_assert(strstr(out_buf, "m 1030 1035 7 4096 50 3 44\n"), "%s", out_buf);
+	cr_assert(strstr(out_buf, " 16 0 51 -\n"), "no graph fields without a graph: %s", out_buf);
+	cr_assert(strstr(out_buf, " dtoh 52 0 7\n"), "%s", out_buf);
+	/* canonical form: valid, carries them, a fixed point */
+	snprintf(args, sizeof args, "trace cat --trace '%s' >'%s'", in, once);
+	cr_assert_eq(run(args), 0, "%s", err_buf);
+	char *first = th_slurp(once);
+	cr_assert_not_null(first);
+	cr_assert(strstr(first, "k 1010 1110 7 0 1,1,1 32,1,1 16 0 50 0 3 42\n"), "%s", first);
+	cr_assert(strstr(first, "k 1020 1120 7 0 1,1,1 32,1,1 16 0 50 - 3 43\n"), "%s", first);
+	cr_assert(strstr(first, "m 1030 1035 7 4096 50 3 44\n"), "%s", first);
+	cr_assert(strstr(first, "k 1040 1140 7 0 1,1,1 32,1,1 16 0 51 -\n"), "%s", first);
+	cr_assert(strstr(first, "c 1050 1055 7 4096 dtoh 52 0 7\n"), "%s", first);
+	snprintf(args, sizeof args, "trace validate '%s'", once);
+	cr_assert_eq(run(args), 0, "%s", err_buf);
+	cr_assert(strstr(out_buf, "ok (8 records)"), "%s", out_buf);
+	snprintf(args, sizeof args, "trace cat --trace '%s'", once);
+	cr_assert_eq(run(args), 0, "%s", err_buf);
+	cr_assert_str_eq(out_buf, first);
+	free(first);
+	/* stats: kernels launched from graphs and distinct graphs */
+	snprintf(args, sizeof args, "trace stats --json '%s'", in);
+	cr_assert_eq(run(args), 0, "%s", err_buf);
+	cr_assert(strstr(out_buf, "\"kernels\":3"), "%s", out_buf);
+	cr_assert(strstr(out_buf, "\"graph_kernels\":2,\"graphs\":1,"), "%s", out_buf);
+	cr_assert_eq(run("trace stats --json tests/data/good/all_types.trace"), 0);
+	cr_assert(strstr(out_buf, "\"graph_kernels\":0,\"graphs\":0,"), "%s", out_buf);
+	unlink(in);
+	unlink(once);
+}
+
+/* Module globals (kind 6) registered again at a live address, with no
+ * free between: a module reloaded by an older capture. KIND2 is the
+ * second allocation's kind. */
+static void static_trace(char *path, size_t len, int kind1, int kind2)
+{
+	char text[512];
+	snprintf(text, sizeof text,
+		 "gpumemsim-trace 1\n"
+		 "S 0 kern\n"
+		 "a 1000 0x7f0000000000 1048576 - %d 0 0 -\n"
+		 "a 2000 0x7f0000000000 1048576 - %d 0 0 -\n"
+		 "k +10 +100 7 0 1,1,1 1,1,1 0 0 9 1\n"
+		 "end 3 0\n", kind1, kind2);
+	th_tmpfile(path, len, "cli_static", text);
+}
+
+Test(cli_trace, validate_static_reregistered_is_a_warning)
+{
+	char path[128], args[256], want[512];
+	static_trace(path, sizeof path, 6, 6);
+	snprintf(args, sizeof args, "trace validate '%s'", path);
+	cr_assert_eq(run(args), 0, "%s", err_buf);
+	snprintf(want, sizeof want, "%s: ok (3 records, 1 warning)\n", path);
+	cr_assert_str_eq(out_buf, want);
+	snprintf(want, sizeof want, "%s:4: warning: static allocation at 0x7f0000000000", path);
+	cr_assert(strstr(err_buf, want), "%s", err_buf);
+	snprintf(want, sizeof want, "%s: warning: 1 static (module) allocations re-registered at a "
+		 "live address without a free (module reloaded; treated as replacing the earlier "
+		 "one)\n", path);
+	cr_assert(strstr(err_buf, want), "%s", err_buf);
+	unlink(path);
+	/* managed static (7) replacing device static (6): the same */
+	static_trace(path, sizeof path, 6, 7);
+	snprintf(args, sizeof args, "trace validate '%s'", path);
+	cr_assert_eq(run(args), 0, "%s", err_buf);
+	cr_assert(strstr(err_buf, " 1 static (module) allocations re-registered"), "%s", err_buf);
+	unlink(path);
+}
+
+Test(cli_trace, validate_other_realloc_at_live_address_still_fails)
+{
+	const int kinds[][2] = {{3, 3}, {6, 3}, {3, 6}};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		char path[128], args[256], want[512];
+		static_trace(path, sizeof path, kinds[i][0], kinds[i][1]);
+		snprintf(args, sizeof args, "trace validate '%s'", path);
+		cr_assert_eq(run(args), 1, "kinds %d, %d: %s", kinds[i][0], kinds[i][1], err_buf);
+		snprintf(want, sizeof want, "%s:4: allocation at 0x7f0000000000 which is still live "
+			 "(allocation id 0 was never freed)", path);
+		cr_assert(strstr(err_buf, want), "kinds %d, %d: %s", kinds[i][0], kinds[i][1], err_buf);
+		cr_assert_null(strstr(err_buf, "re-registered"), "%s", err_buf);
+		unlink(path);
+	}
 }

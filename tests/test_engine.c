@@ -821,3 +821,108 @@ Test(engine, foreign_cli_run_prints_and_stores)
 	unlink(out);
 	unlink(path);
 }
+
+/*
+ * Module globals (kind 6) registered twice at one address without a free
+ * (an older capture of a module loaded again), then a framework buffer
+ * (kind 3, libc10_cuda) and a kernel. LABEL adds allocator_source, which
+ * routes the statics beside the policy. KIND2: the second static's kind.
+ */
+static void static_trace(char *path, size_t len, int label, int kind1, int kind2)
+{
+	char text[1024];
+	snprintf(text, sizeof text,
+		 "gpumemsim-trace 1\n"
+		 "%s"
+		 "S 0 /x/torch/lib/libc10_cuda.so\n"
+		 "S 1 kern\n"
+		 "a 10 0x5000 1048576 - %d 0 0 -\n"
+		 "a 20 0x5000 1048576 - %d 0 0 -\n"
+		 "a 30 0x200000 4096 - 3 0 0 0\n"
+		 "k 40 +10 0 1 1,1,1 1,1,1 0 0 0 1,2\n"
+		 "f 50 0x200000 0 - 3 0 0 0\n"
+		 "end 5 0\n",
+		 label ? "L allocator_source=libc10_cuda\n" : "", kind1, kind2);
+	th_tmpfile(path, len, "engine_static", text);
+}
+
+Test(engine, static_reregistered_replaces_the_live_one)
+{
+	const char *pols[] = {"cuda_malloc", "pytorch", "bfc", "optimal"};
+	for (size_t i = 0; i < sizeof pols / sizeof pols[0]; i++) {
+		char path[128], err[512];
+		struct sim_result r;
+		static_trace(path, sizeof path, 0, 6, 6);
+		struct sim_options o = {.trace_path = path, .policy = policy_find(pols[i])};
+		cr_assert_not_null(o.policy, "%s", pols[i]);
+		cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s: %s", pols[i], err);
+		cr_assert_eq(r.static_replaced, 1, "%s", pols[i]);
+		cr_assert_eq(r.allocs, 3, "%s", pols[i]);
+		/* the replaced one was freed the way a free record frees */
+		cr_assert_eq(r.frees, 2, "%s", pols[i]);
+		/* live at once: one static MiB and the 4 KiB buffer, not two MiB */
+		cr_assert_eq(r.peak_requested, MIB + 4096, "%s: %llu", pols[i],
+			     (unsigned long long)r.peak_requested);
+		cr_assert_eq(r.oom, 0, "%s", pols[i]);
+		sim_result_free(&r);
+		unlink(path);
+	}
+}
+
+Test(engine, static_reregistered_replaces_beside_the_policy)
+{
+	char path[128], err[512];
+	struct sim_result r;
+	static_trace(path, sizeof path, 1, 6, 7);
+	struct sim_options o = {.trace_path = path, .policy = policy_find("pytorch")};
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.foreign_routed, 1);
+	cr_assert_eq(r.static_replaced, 1);
+	cr_assert_eq(r.foreign_allocs, 2);
+	cr_assert_eq(r.peak_foreign, MIB, "%llu", (unsigned long long)r.peak_foreign);
+	/* the policy saw only the framework's buffer */
+	cr_assert_eq(r.allocs, 1);
+	cr_assert_eq(r.frees, 1);
+	cr_assert_eq(r.peak_requested, 4096);
+	sim_result_free(&r);
+	unlink(path);
+}
+
+Test(engine, realloc_at_live_address_is_still_an_error_unless_both_static)
+{
+	const int kinds[][2] = {{3, 3}, {6, 3}, {3, 6}};
+	for (int label = 0; label < 2; label++) {
+		for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+			char path[128], err[512] = "";
+			struct sim_result r;
+			static_trace(path, sizeof path, label, kinds[i][0], kinds[i][1]);
+			struct sim_options o = {.trace_path = path, .policy = policy_find("cuda_malloc")};
+			cr_assert_eq(sim_run(&o, &r, err, sizeof err), -1, "label %d kinds %d, %d",
+				     label, kinds[i][0], kinds[i][1]);
+			cr_assert(strstr(err, "already live"), "%s", err);
+			cr_assert(strstr(err, label ? ":6: " : ":5: "),
+				  "names the second allocation's line: %s", err);
+			unlink(path);
+		}
+	}
+}
+
+/* The static replacement in a timed replay, and from the CLI: counted in
+ * the JSON, with a note on stderr. */
+Test(engine, static_reregistered_cli_json_and_note)
+{
+	char path[128], cmd[1024], buf[8192];
+	static_trace(path, sizeof path, 0, 6, 6);
+	snprintf(cmd, sizeof cmd, "'%s' run %s --policy pytorch --no-db --json --quiet",
+		 th_bin(), path);
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	cr_assert(strstr(buf, "\"static_replaced\":1"), "%s", buf);
+	cr_assert(strstr(buf, "1 static (module) allocations re-registered at a live address"),
+		  "%s", buf);
+	snprintf(cmd, sizeof cmd, "'%s' run %s --policy cuda_malloc --no-db --json --quiet --timing",
+		 th_bin(), path);
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	cr_assert(strstr(buf, "\"static_replaced\":1"), "%s", buf);
+	cr_assert(strstr(buf, "\"peak_requested\":1052672"), "%s", buf);
+	unlink(path);
+}

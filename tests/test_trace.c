@@ -154,6 +154,8 @@ static void assert_same(const struct trace_rec *a, const struct trace_rec *b)
 		cr_assert_eq(a->u.kernel.regs, b->u.kernel.regs);
 		cr_assert_eq(a->u.kernel.smem, b->u.kernel.smem);
 		cr_assert_eq(a->u.kernel.corr, b->u.kernel.corr);
+		cr_assert_eq(a->u.kernel.graph, b->u.kernel.graph);
+		cr_assert_eq(a->u.kernel.graph_node, b->u.kernel.graph_node);
 		break;
 	case TREC_MEMCPY:
 	case TREC_MEMSET:
@@ -161,6 +163,8 @@ static void assert_same(const struct trace_rec *a, const struct trace_rec *b)
 		cr_assert_eq(a->u.copy.kind, b->u.copy.kind);
 		cr_assert_eq(a->u.copy.bytes, b->u.copy.bytes);
 		cr_assert_eq(a->u.copy.corr, b->u.copy.corr);
+		cr_assert_eq(a->u.copy.graph, b->u.copy.graph);
+		cr_assert_eq(a->u.copy.graph_node, b->u.copy.graph_node);
 		break;
 	case TREC_SYNC:
 		cr_assert_eq(a->u.sync.kind, b->u.sync.kind);
@@ -588,4 +592,175 @@ Test(trace, rewind_refused_after_failed_open)
 	struct trace_rec rec;
 	cr_assert_lt(trace_reader_next(r, &rec), 0, "errors are sticky");
 	trace_reader_close(r);
+}
+
+/* ------------------------------------------------- CUDA graph fields */
+
+/* Kernels, copies and memsets with and without graph fields, written and
+ * read back; the text has the fields only where they are set. */
+Test(trace, graph_fields_round_trip)
+{
+	const char *path = tpath("graph.trace");
+	char err[512];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	struct trace_header h = {.producer = "test"};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	uint32_t kname = trace_writer_intern(w, "graph_kernel");
+	struct trace_rec recs[8];
+	memset(recs, 0, sizeof recs);
+	int n = 0;
+	struct trace_rec *r = &recs[n++];
+	r->type = TREC_ALLOC;
+	r->start = r->end = 1000;
+	r->u.mem = (struct trace_mem){.id = 0, .addr = 0x10000, .bytes = 4096,
+				      .stream = TRACE_NO_STREAM, .kind = TMEM_DEVICE,
+				      .source = TRACE_NO_STRING};
+	/* links and graph */
+	r = &recs[n++];
+	r->type = TREC_KERNEL;
+	r->start = 1010;
+	r->end = 1100;
+	r->u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {1, 1, 1},
+					    .block = {32, 1, 1}, .corr = 50, .nlinks = 1,
+					    .links = {0}, .graph = 3, .graph_node = 42};
+	/* graph without links: links written '-' */
+	r = &recs[n++];
+	r->type = TREC_KERNEL;
+	r->start = 1020;
+	r->end = 1120;
+	r->u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {1, 1, 1},
+					    .block = {32, 1, 1}, .corr = 50, .graph = UINT32_MAX,
+					    .graph_node = UINT64_MAX};
+	/* no graph: the old form */
+	r = &recs[n++];
+	r->type = TREC_KERNEL;
+	r->start = 1030;
+	r->end = 1130;
+	r->u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {1, 1, 1},
+					    .block = {32, 1, 1}, .corr = 51};
+	r = &recs[n++];
+	r->type = TREC_MEMCPY;
+	r->start = 1040;
+	r->end = 1050;
+	r->u.copy = (struct trace_copy){.stream = 7, .kind = TCOPY_DTOD, .bytes = 64, .corr = 50,
+					.graph = 3, .graph_node = 44};
+	r = &recs[n++];
+	r->type = TREC_MEMCPY;
+	r->start = 1040;
+	r->end = 1050;
+	r->u.copy = (struct trace_copy){.stream = 7, .kind = TCOPY_HTOD, .bytes = 64, .corr = 52};
+	r = &recs[n++];
+	r->type = TREC_MEMSET;
+	r->start = 1060;
+	r->end = 1070;
+	r->u.copy = (struct trace_copy){.stream = 7, .bytes = 64, .corr = 50, .graph = 3,
+					.graph_node = 45};
+	r = &recs[n++];
+	r->type = TREC_MEMSET;
+	r->start = 1060;
+	r->end = 1070;
+	r->u.copy = (struct trace_copy){.stream = 7, .bytes = 64, .corr = 53, .graph_node = 46};
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(trace_writer_record(w, &recs[i]), 0, "record %d", i);
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	char text[4096];
+	size_t len = fread(text, 1, sizeof text - 1, f);
+	text[len] = '\0';
+	fclose(f);
+	cr_assert(strstr(text, " 50 0 3 42\n"), "kernel with links and graph:\n%s", text);
+	cr_assert(strstr(text, " 50 - 4294967295 18446744073709551615\n"),
+		  "kernel with graph, no links:\n%s", text);
+	cr_assert(strstr(text, " 0 0 51\n"), "kernel without graph keeps the old form:\n%s", text);
+	cr_assert(strstr(text, " dtod 50 3 44\n"), "%s", text);
+	cr_assert(strstr(text, " htod 52\n"), "%s", text);
+	cr_assert(strstr(text, " 64 50 3 45\n"), "%s", text);
+	cr_assert(strstr(text, " 64 53 0 46\n"), "a node without a graph id is kept:\n%s", text);
+
+	struct trace_reader *rd = trace_reader_open(path);
+	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
+	struct trace_rec got;
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(trace_reader_next(rd, &got), TRACE_OK, "%s", trace_reader_error(rd));
+		assert_same(&recs[i], &got);
+	}
+	cr_assert_eq(trace_reader_next(rd, &got), TRACE_EOF, "%s", trace_reader_error(rd));
+	trace_reader_close(rd);
+}
+
+/* Hand-written: both forms read, absent fields are 0 0. */
+Test(trace, graph_fields_read_both_forms)
+{
+	const char *path = tpath("graph_text.trace");
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("gpumemsim-trace 1\n"
+	      "S 0 k\n"
+	      "k 10 +5 7 0 1,1,1 1,1,1 0 0 9\n"
+	      "k 10 +5 7 0 1,1,1 1,1,1 0 0 9 -\n"
+	      "k 10 +5 7 0 1,1,1 1,1,1 0 0 9 - 12 3400000000000\n"
+	      "c 10 +5 7 8 dtod 9\n"
+	      "c 10 +5 7 8 dtod 9 12 3400000000001\n"
+	      "m 10 +5 7 8 9\n"
+	      "m 10 +5 7 8 9 12 3400000000002\n"
+	      "end 7 0\n", f);
+	cr_assert_eq(fclose(f), 0);
+	const uint32_t graph[] = {0, 0, 12, 0, 12, 0, 12};
+	const uint64_t node[] = {0, 0, 3400000000000ull, 0, 3400000000001ull, 0,
+				 3400000000002ull};
+	struct trace_reader *r = trace_reader_open(path);
+	cr_assert_eq(trace_reader_status(r), 0, "%s", trace_reader_error(r));
+	struct trace_rec rec;
+	for (int i = 0; i < 7; i++) {
+		memset(&rec, 0xa5, sizeof rec); /* absent fields must be set, not left */
+		cr_assert_eq(trace_reader_next(r, &rec), TRACE_OK, "%s", trace_reader_error(r));
+		if (rec.type == TREC_KERNEL) {
+			cr_assert_eq(rec.u.kernel.nlinks, 0);
+			cr_assert_eq(rec.u.kernel.graph, graph[i], "record %d", i);
+			cr_assert_eq(rec.u.kernel.graph_node, node[i], "record %d", i);
+		} else {
+			cr_assert_eq(rec.u.copy.graph, graph[i], "record %d", i);
+			cr_assert_eq(rec.u.copy.graph_node, node[i], "record %d", i);
+		}
+	}
+	cr_assert_eq(trace_reader_next(r, &rec), TRACE_EOF, "%s", trace_reader_error(r));
+	trace_reader_close(r);
+}
+
+/* One graph field (or three) is an error naming the file and line. */
+static void expect_bad_text(const char *name, const char *body, int line, const char *what)
+{
+	const char *path = tpath(name);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "gpumemsim-trace 1\nS 0 k\n%s", body);
+	cr_assert_eq(fclose(f), 0);
+	char msg[1200], prefix[300];
+	uint64_t n;
+	int rc = read_all(path, msg, sizeof msg, &n);
+	cr_assert_lt(rc, 0, "%s: status %d", name, rc);
+	snprintf(prefix, sizeof prefix, "%s:%d: ", path, line);
+	cr_assert(!strncmp(msg, prefix, strlen(prefix)), "message '%s' should start '%s'", msg, prefix);
+	cr_assert(strstr(msg, what), "message '%s' should say '%s'", msg, what);
+}
+
+Test(trace, bad_graph_field_count)
+{
+	expect_bad_text("g1.trace", "k 10 +5 7 0 1,1,1 1,1,1 0 0 9 - 12\n", 3,
+			"'k' record has <graph> without <node>");
+	expect_bad_text("g2.trace", "k 10 +5 7 0 1,1,1 1,1,1 0 0 9\n"
+			"k 10 +5 7 0 1,1,1 1,1,1 0 0 9 0,1 12\n", 4,
+			"'k' record has <graph> without <node>");
+	expect_bad_text("g3.trace", "c 10 +5 7 8 dtod 9 12\n", 3,
+			"'c' record has <graph> without <node>");
+	expect_bad_text("g4.trace", "m 10 +5 7 8 9 12\n", 3,
+			"'m' record has <graph> without <node>");
+	expect_bad_text("g5.trace", "m 10 +5 7 8 9 12 13 14\n", 3, "extra field in 'm' record");
+	expect_bad_text("g6.trace", "c 10 +5 7 8 dtod 9 4294967296 1\n", 3,
+			"bad <graph> in 'c' record");
+	expect_bad_text("g7.trace", "k 10 +5 7 0 1,1,1 1,1,1 0 0 9 - 1 x\n", 3,
+			"bad <node> in 'k' record");
 }

@@ -36,8 +36,8 @@ struct bf_rec {
 	union {
 		struct trace_mem mem;
 		struct {
-			uint32_t stream, name, grid[3], block[3], regs, smem, nlinks;
-			uint64_t corr;
+			uint32_t stream, name, grid[3], block[3], regs, smem, nlinks, graph;
+			uint64_t corr, graph_node;
 			size_t link_off;
 		} k;
 		struct trace_copy copy;
@@ -337,6 +337,8 @@ static int push_rec(struct bf_trace *t, size_t *cap, const struct trace_rec *in)
 		r->u.k.regs = k->regs;
 		r->u.k.smem = k->smem;
 		r->u.k.corr = k->corr;
+		r->u.k.graph = k->graph;
+		r->u.k.graph_node = k->graph_node;
 		r->u.k.nlinks = k->nlinks;
 		r->u.k.link_off = t->nlinks;
 		if (k->nlinks) {
@@ -1380,6 +1382,8 @@ static int rec_out(struct trace_writer *w, const struct bf_trace *T, uint32_t *s
 		k->regs = r->u.k.regs;
 		k->smem = r->u.k.smem;
 		k->corr = r->u.k.corr;
+		k->graph = r->u.k.graph;
+		k->graph_node = r->u.k.graph_node;
 		k->nlinks = r->u.k.nlinks;
 		memcpy(k->links, T->links + r->u.k.link_off, r->u.k.nlinks * sizeof *k->links);
 		break;

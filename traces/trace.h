@@ -94,6 +94,8 @@ struct trace_kernel {        /* TREC_KERNEL */
 	uint32_t smem;       /* static + dynamic shared memory bytes */
 	uint64_t corr;
 	uint32_t nlinks;     /* allocation ids the kernel touches */
+	uint32_t graph;      /* CUPTI graphId: the CUDA graph it was launched from, 0 = none */
+	uint64_t graph_node; /* CUPTI graphNodeId, 0 = none */
 	uint64_t links[TRACE_MAX_LINKS];
 };
 
@@ -102,6 +104,8 @@ struct trace_copy {          /* TREC_MEMCPY, TREC_MEMSET */
 	uint32_t kind;       /* enum trace_copy_kind (memcpy only) */
 	uint64_t bytes;
 	uint64_t corr;
+	uint32_t graph;      /* CUPTI graphId: the CUDA graph it was launched from, 0 = none */
+	uint64_t graph_node; /* CUPTI graphNodeId, 0 = none */
 };
 
 struct trace_sync {          /* TREC_SYNC */

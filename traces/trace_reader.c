@@ -720,6 +720,23 @@ static int rd_span(struct trace_reader *r, const char **pp, char tag, struct tra
 	return 0;
 }
 
+/* The optional trailing "<graph> <node>" of 'k', 'c' and 'm' records: both
+ * or neither (0 0 when absent). */
+static int rd_graph(struct trace_reader *r, const char **pp, char tag, uint32_t *graph,
+		    uint64_t *node)
+{
+	*graph = 0;
+	*node = 0;
+	if (**pp == '\n')
+		return 0;
+	TRY(rd_u32(r, pp, tag, "graph", graph));
+	if (**pp == '\n')
+		return rd_fail_at(r, TRACE_ERR_FORMAT, r->lineno,
+				  "'%c' record has <graph> without <node> (both or neither)", tag);
+	TRY(rd_u64(r, pp, tag, "node", node));
+	return 0;
+}
+
 static int rd_kernel(struct trace_reader *r, const char *p, struct trace_rec *rec)
 {
 	struct trace_kernel *k = &rec->u.kernel;
@@ -753,6 +770,7 @@ static int rd_kernel(struct trace_reader *r, const char *p, struct trace_rec *re
 		}
 		TRY(rd_sep(r, &p, p, 'k', "links", start));
 	}
+	TRY(rd_graph(r, &p, 'k', &k->graph, &k->graph_node));
 	return rd_eol(r, p, 'k');
 }
 
@@ -770,6 +788,7 @@ static int rd_copy(struct trace_reader *r, const char *p, char tag, struct trace
 		rec->type = TREC_MEMSET;
 	}
 	TRY(rd_u64(r, &p, tag, "corr", &c->corr));
+	TRY(rd_graph(r, &p, tag, &c->graph, &c->graph_node));
 	return rd_eol(r, p, tag);
 }
 

@@ -494,6 +494,12 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec)
 			*p++ = i ? ',' : ' ';
 			p = wr_u64(p, k->links[i]);
 		}
+		if (k->graph || k->graph_node) {
+			if (!k->nlinks)
+				p = wr_word(p, "-");
+			p = wr_sp_u64(p, k->graph);
+			p = wr_sp_u64(p, k->graph_node);
+		}
 		break;
 	}
 	case TREC_MEMCPY:
@@ -507,6 +513,10 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec)
 			p = wr_word(p, trace_copy_kind_name(c->kind));
 		}
 		p = wr_sp_u64(p, c->corr);
+		if (c->graph || c->graph_node) {
+			p = wr_sp_u64(p, c->graph);
+			p = wr_sp_u64(p, c->graph_node);
+		}
 		break;
 	}
 	case TREC_SYNC:

@@ -27,4 +27,40 @@ fi
 GPUMEMSIM_CAPTURE_SYNCS=callbacks "$B/gpumemsim" capture -o "$OUT/probe-syncs.trace.gz" -- \
 	"$B/gpu_probe" "$OUT/syncs.expect" >/dev/null || exit 1
 "$B/gpu_probe_check" "$OUT/probe-syncs.trace.gz" "$OUT/syncs.expect" || { echo "gpu-test: FAIL (syncs from callbacks)"; exit 1; }
+# Modules loaded and unloaded at run time and a CUDA graph
+# (gpu_probe_modules.cu): every load's global is freed at its unload, the
+# graph's kernels, memset and copy carry its id, the trace validates and
+# replays. With both ways of recording syncs.
+for mode in activity callbacks; do
+	T="$OUT/modules-$mode.trace.gz"
+	GPUMEMSIM_CAPTURE_VERBOSE=1 "$B/gpumemsim" capture -o "$T" --syncs $mode -- \
+		"$B/gpu_probe_modules" "$OUT/modules.expect" >/dev/null 2>"$OUT/modules-$mode.err" ||
+		{ cat "$OUT/modules-$mode.err"; echo "gpu-test: FAIL (gpu_probe_modules, syncs $mode)"; exit 1; }
+	grep 'gpumemsim capture:' "$OUT/modules-$mode.err"
+	"$B/gpumemsim" trace validate "$T" || { echo "gpu-test: FAIL (modules trace does not validate)"; exit 1; }
+	"$B/gpumemsim" run "$T" --policy cuda_malloc >/dev/null ||
+		{ echo "gpu-test: FAIL (modules trace does not replay)"; exit 1; }
+	"$B/gpumemsim" trace cat --trace "$T" | awk -v expect="$OUT/modules.expect" '
+	BEGIN { while ((getline l < expect) > 0) { split(l, f, " "); want[f[1]] = f[2] } }
+	$1 == "a" && $6 == 6 { sa[$4]++ }
+	$1 == "f" && $6 == 6 { sf[$4]++ }
+	$1 == "k" && NF >= 13 && $12 != 0 { gk++; gid[$12] = 1 }
+	$1 == "c" && NF >= 9 && $8 != 0 { gc++ }
+	$1 == "m" && NF >= 8 && $7 != 0 { gm++ }
+	END {
+		n = want["module_loads"] / 2; bad = 0
+		for (s in gid) ngraphs++
+		printf "modules: wide global %d allocs %d frees; narrow %d allocs %d frees (want %d each)\n", \
+			sa[want["wide_global"]], sf[want["wide_global"]], sa[want["narrow_global"]], sf[want["narrow_global"]], n
+		printf "graph: %d kernels, %d copies, %d memsets from %d graph id(s) (want %d, %d, %d from 1)\n", \
+			gk, gc, gm, ngraphs, want["graph_launches"] * want["graph_kernels_per_launch"], \
+			want["graph_launches"] * want["graph_copies_per_launch"], want["graph_launches"] * want["graph_memsets_per_launch"]
+		if (sa[want["wide_global"]] != n || sf[want["wide_global"]] != n) bad = 1
+		if (sa[want["narrow_global"]] != n || sf[want["narrow_global"]] != n) bad = 1
+		if (gk != want["graph_launches"] * want["graph_kernels_per_launch"] || ngraphs != 1) bad = 1
+		if (gc != want["graph_launches"] * want["graph_copies_per_launch"]) bad = 1
+		if (gm != want["graph_launches"] * want["graph_memsets_per_launch"]) bad = 1
+		exit bad
+	}' || { echo "gpu-test: FAIL (modules/graph records, syncs $mode)"; exit 1; }
+done
 echo "gpu-test: PASS"
