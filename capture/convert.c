@@ -289,7 +289,8 @@ static int is_static_kind(uint32_t kind)
 }
 
 /* The module a static allocation at time T on context CTX belongs to: the
- * load on that context nearest in time. 0 when no load was seen. */
+ * load nearest in time on that context, else (the context ids CUPTI gives
+ * the two do not agree) the load nearest in time. 0 when no load was seen. */
 static int module_of(const struct cap_conv *c, uint32_t ctx, uint64_t t, uint32_t *module)
 {
 	size_t lo = 0, hi = c->nmods;
@@ -300,20 +301,19 @@ static int module_of(const struct cap_conv *c, uint32_t ctx, uint64_t t, uint32_
 		else
 			hi = mid;
 	}
-	const struct conv_module *best = NULL;
-	uint64_t dist = 0;
-	for (size_t i = lo; i < c->nmods && i < lo + 64; i++)
-		if (c->mods[i].ctx == ctx) {
-			best = &c->mods[i];
-			dist = c->mods[i].t - t;
-			break;
-		}
-	for (size_t i = lo; i-- > 0 && i + 64 >= lo;)
-		if (c->mods[i].ctx == ctx) {
-			if (!best || t - c->mods[i].t < dist)
-				best = &c->mods[i];
-			break;
-		}
+	const struct conv_module *best = NULL, *any = NULL;
+	uint64_t dist = 0, adist = 0;
+	size_t from = lo > 64 ? lo - 64 : 0, to = lo + 64 < c->nmods ? lo + 64 : c->nmods;
+	for (size_t i = from; i < to; i++) {
+		const struct conv_module *m = &c->mods[i];
+		uint64_t d = m->t > t ? m->t - t : t - m->t;
+		if (!any || d < adist)
+			any = m, adist = d;
+		if (m->ctx == ctx && (!best || d < dist))
+			best = m, dist = d;
+	}
+	if (!best)
+		best = any;
 	if (!best)
 		return 0;
 	*module = best->module;

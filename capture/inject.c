@@ -95,6 +95,8 @@ static unsigned cap_flush_ms = 500, cap_lag_ms = 2000;
 #define CAP_LAG_MAX_MS 32000u        /* the reorder window grows to this */
 static uint64_t cap_late_seen;       /* late records when the window last grew */
 static int cap_verbose;
+static int cap_debug;   /* GPUMEMSIM_CAPTURE_DEBUG: module events and statics on stderr */
+static atomic_int cap_debug_lines;
 static CUpti_SubscriberHandle cap_subscriber;
 static atomic_int cap_active, cap_finalized;
 static atomic_ullong cap_dropped, cap_zero_time, cap_pool_records, cap_oom;
@@ -542,6 +544,14 @@ static void cap_activity(const CUpti_Activity *a)
 		c.rec.u.mem.corr = m->correlationId;
 		c.ctx = m->contextId;
 		c.name = m->source;
+		if (cap_debug && (m->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC ||
+				  m->bytes >= (16u << 20)) &&
+		    atomic_fetch_add(&cap_debug_lines, 1) < 200)
+			fprintf(stderr, "gpumemsim capture debug: memory kind %u %s ctx %u corr %u t %llu "
+					"addr 0x%llx bytes %llu name %s\n", (unsigned)m->memoryKind,
+				c.rec.type == TREC_ALLOC ? "alloc" : "free", m->contextId, m->correlationId, (unsigned long long)m->timestamp,
+				(unsigned long long)m->address, (unsigned long long)m->bytes,
+				m->name ? m->name : "-");
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
@@ -597,6 +607,9 @@ static void CUPTIAPI cap_buffer_completed(CUcontext ctx, uint32_t stream_id, uin
 
 static void cap_live_insert(uint64_t base, uint64_t size, uint64_t corr)
 {
+	if (cap_debug && size >= (16u << 20) && atomic_fetch_add(&cap_debug_lines, 1) < 200)
+		fprintf(stderr, "gpumemsim capture debug: callback alloc corr %llu addr 0x%llx bytes %llu\n",
+			(unsigned long long)corr, (unsigned long long)base, (unsigned long long)size);
 	pthread_mutex_lock(&cap_live_lock);
 	size_t lo = 0, hi = cap_nlive;
 	while (lo < hi) {
@@ -897,6 +910,10 @@ static void cap_module_event(CUpti_CallbackId id, const CUpti_ResourceData *rd)
 		cuptiGetContextId(rd->context, &ctx);
 	uint64_t t = 0;
 	cuptiGetTimestamp(&t);
+	if (cap_debug && atomic_fetch_add(&cap_debug_lines, 1) < 200)
+		fprintf(stderr, "gpumemsim capture debug: module %s ctx %u id %u t %llu\n",
+			id == CUPTI_CBID_RESOURCE_MODULE_LOADED ? "loaded" : "unloading", ctx,
+			md->moduleId, (unsigned long long)t);
 	cap_module_stage(id == CUPTI_CBID_RESOURCE_MODULE_LOADED ? CAP_MODULE_LOADED
 								  : CAP_MODULE_UNLOADING,
 			 ctx, md->moduleId, t);
@@ -1618,6 +1635,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	cap_flush_ms = cap_env_uint("GPUMEMSIM_CAPTURE_FLUSH_MS", 500, 10, 60000);
 	cap_lag_ms = cap_env_uint("GPUMEMSIM_CAPTURE_LAG_MS", 2000, 0, 600000);
 	cap_verbose = cap_env_uint("GPUMEMSIM_CAPTURE_VERBOSE", 0, 0, 1);
+	cap_debug = cap_env_uint("GPUMEMSIM_CAPTURE_DEBUG", 0, 0, 1);
 	cap_api_mode = cap_env_api_mode();
 	cap_source_on = cap_env_uint("GPUMEMSIM_CAPTURE_SOURCE", 1, 0, 1);
 	cap_record_bits = cap_env_record();

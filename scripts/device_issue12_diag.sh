@@ -35,6 +35,7 @@ one() {
 	[ "$lib" = head ] && libpath=$HEAD_LIB
 	rm -f "$W"/t.trace*.gz
 	GPUMEMSIM_CAPTURE_LIB=$libpath GPUMEMSIM_CAPTURE_VERBOSE=1 GPUMEMSIM_CAPTURE_SYNCS=$mode \
+		GPUMEMSIM_CAPTURE_DEBUG=${DIAG_DEBUG:-0} \
 		timeout -k 10 120 "$B/gpumemsim" capture -o "$W/t.trace.gz" -- "$@" \
 		> "$W/out" 2> "$W/err" < /dev/null
 	rc=$?
@@ -45,6 +46,10 @@ one() {
 	fi
 	case $v in *": ok ("*) vs=ok ;; *) vs=FAIL ;; esac
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$lib" "$prog" "$mode" "$run" "$rc" "$vs" >> "$O/diag.tsv"
+	# the capture's own lines (debug ones too) of the first run of each
+	[ "$run" = 1 ] && grep 'gpumemsim capture' "$W/err" > "$O/err-$lib-$prog-$mode.txt"
+	# the JAX traces are kept, to compare the two libraries and sync modes
+	[ "$prog" = jax-default ] && [ -f "$W/t.trace.gz" ] && cp "$W/t.trace.gz" "$O/jax-$lib-$mode.trace.gz"
 	{
 		echo "== $lib $prog syncs=$mode run $run: exit $rc, validate: $v"
 		grep -E 'gpumemsim capture|Segmentation|Aborted|Error|error' "$W/err" | head -8
@@ -52,7 +57,7 @@ one() {
 	} >> "$O/diag.log"
 }
 
-for lib in head new; do
+for lib in ${DIAG_LIBS:-head new}; do
 	for r in $(seq 1 "$REPEAT"); do
 		one "$lib" modules activity "$r" "$B/gpu_probe_modules" "$W/expect"
 	done

@@ -24,7 +24,7 @@ fi
 "$B/gpumemsim" trace cat --trace "$OUT/probe-nolinks.trace.gz" 2>/dev/null | awk '$1=="k" && NF>10 && $11!="-" {n++} END {if (n) {print "gpu-test: FAIL (" n " kernels with links under --no-links)"; exit 1}}' || exit 1
 # Syncs from the sync calls' callbacks (GPUMEMSIM_CAPTURE_SYNCS=callbacks):
 # the same exact checks, the stream sync's stream included.
-GPUMEMSIM_CAPTURE_SYNCS=callbacks "$B/gpumemsim" capture -o "$OUT/probe-syncs.trace.gz" -- \
+"$B/gpumemsim" capture -o "$OUT/probe-syncs.trace.gz" --syncs callbacks --label test=probe -- \
 	"$B/gpu_probe" "$OUT/syncs.expect" >/dev/null || exit 1
 "$B/gpu_probe_check" "$OUT/probe-syncs.trace.gz" "$OUT/syncs.expect" || { echo "gpu-test: FAIL (syncs from callbacks)"; exit 1; }
 # Modules loaded and unloaded at run time and a CUDA graph
@@ -33,10 +33,10 @@ GPUMEMSIM_CAPTURE_SYNCS=callbacks "$B/gpumemsim" capture -o "$OUT/probe-syncs.tr
 # replays. With both ways of recording syncs.
 for mode in activity callbacks; do
 	T="$OUT/modules-$mode.trace.gz"
-	GPUMEMSIM_CAPTURE_VERBOSE=1 "$B/gpumemsim" capture -o "$T" --syncs $mode -- \
+	GPUMEMSIM_CAPTURE_VERBOSE=1 GPUMEMSIM_CAPTURE_DEBUG=1 "$B/gpumemsim" capture -o "$T" --syncs $mode -- \
 		"$B/gpu_probe_modules" "$OUT/modules.expect" >/dev/null 2>"$OUT/modules-$mode.err" ||
 		{ cat "$OUT/modules-$mode.err"; echo "gpu-test: FAIL (gpu_probe_modules, syncs $mode)"; exit 1; }
-	grep 'gpumemsim capture:' "$OUT/modules-$mode.err"
+	grep 'gpumemsim capture' "$OUT/modules-$mode.err"
 	"$B/gpumemsim" trace validate "$T" || { echo "gpu-test: FAIL (modules trace does not validate)"; exit 1; }
 	"$B/gpumemsim" run "$T" --policy cuda_malloc >/dev/null ||
 		{ echo "gpu-test: FAIL (modules trace does not replay)"; exit 1; }
