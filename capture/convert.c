@@ -46,6 +46,10 @@
  * the module id, ctx its context). Never written. */
 #define CONV_MODULE_UNLOAD TREC_COUNT
 
+/* Placeholder addresses for allocations CUPTI reports at address 0 (a
+ * graph's memory pool): far above any device address, 4 GiB apart. */
+#define CONV_NO_ADDR_BASE 0xfff0000000000000ull
+
 struct conv_entry {
 	struct trace_rec rec;
 	char *name;
@@ -479,6 +483,13 @@ static int emit_alloc(struct cap_conv *c, struct conv_entry *e)
 	struct trace_mem *m = &rec->u.mem;
 	uint64_t slot;
 	int rc = 0;
+	if (m->addr == 0 && m->kind == TMEM_DEVICE) {
+		/* A CUDA graph's memory pool (its memory nodes' reservation, made
+		 * at the first launch) comes without an address: each gets its
+		 * own placeholder, so two graphs' pools are both live. */
+		m->addr = CONV_NO_ADDR_BASE + (c->st.graph_pools++ << 32);
+		m->flags |= TMEM_F_POOL;
+	}
 	if (u64map_get(&c->live_idx, m->addr, &slot)) {
 		if (is_static_kind(m->kind) && is_static_kind(c->live[slot].kind))
 			c->st.static_replaced++;

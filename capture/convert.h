@@ -70,6 +70,7 @@ struct cap_stats {
 	uint64_t live_replaced;    /* non-static alloc at a live address: earlier one closed */
 	uint64_t frees_reordered;  /* free that came before its allocation: moved after it */
 	uint64_t frees_dropped;    /* free of an allocation already closed, or never seen */
+	uint64_t graph_pools;      /* allocations without an address (CUDA graph memory pools) */
 };
 
 struct cap_conv;

@@ -80,7 +80,11 @@ static int cap_source_on = 1;           /* GPUMEMSIM_CAPTURE_SOURCE */
 /* Synchronisations (`y`) from callbacks on the sync calls rather than
  * CUPTI's SYNCHRONIZATION activity kind, which slowed a ResNet-50 b32
  * step by x1.27 on its own (capture/README.md). GPUMEMSIM_CAPTURE_SYNCS
- * (`capture --syncs`) chooses; the default is what measured cheaper. */
+ * (`capture --syncs`) chooses. The default stays the activity kind: with
+ * callbacks instead, CUPTI did not deliver the MEMORY2 record of a JAX
+ * program's first BFC region (2 runs of 2 on the H200; capture/README.md),
+ * and the callbacks were not measurably cheaper (x1.17 vs x1.23, runs
+ * overlapping). */
 #define CAP_SYNCS_CALLBACKS_DEFAULT 0
 static int cap_sync_cb;
 /* The trace file is claimed and opened when the first record of real work
@@ -1441,13 +1445,14 @@ static void cap_finalize(void)
 		fprintf(stderr, "gpumemsim capture: %s: %llu records, %llu allocations, %llu links "
 				"(%llu unresolved), %llu memory-pool records not written, %llu late, "
 				"modules %llu loaded %llu unloaded, %llu module frees, %llu statics "
-				"re-registered, %llu stale kernel layouts avoided\n",
+				"re-registered, %llu stale kernel layouts avoided, %llu graph pools\n",
 			cap_path, (unsigned long long)st.emitted, (unsigned long long)st.allocs,
 			(unsigned long long)st.links, (unsigned long long)st.links_unresolved,
 			(unsigned long long)atomic_load(&cap_pool_records), (unsigned long long)st.late,
 			(unsigned long long)st.modules_loaded, (unsigned long long)st.modules_unloaded,
 			(unsigned long long)st.module_frees, (unsigned long long)st.static_replaced,
-			(unsigned long long)atomic_load(&cap_stale_layouts));
+			(unsigned long long)atomic_load(&cap_stale_layouts),
+			(unsigned long long)st.graph_pools);
 out:
 	pthread_mutex_unlock(&cap_lock);
 }

@@ -360,6 +360,29 @@ Test(capture_convert, late_free_of_a_closed_allocation_is_dropped)
 	mem_free(&m);
 }
 
+/* CUPTI reports a CUDA graph's memory pool without an address: each gets
+ * its own placeholder, flagged as pool memory, so two pools are both live. */
+Test(capture_convert, graph_pools_without_address_get_their_own)
+{
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_alloc(c, 100, 0, 32u << 20, 5, NULL);
+	push_alloc(c, 200, 0, 32u << 20, 6, NULL);
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 2);
+	cr_assert_eq(m.recs[0].type, TREC_ALLOC);
+	cr_assert_eq(m.recs[1].type, TREC_ALLOC);
+	cr_assert_neq(m.recs[0].u.mem.addr, 0);
+	cr_assert_neq(m.recs[0].u.mem.addr, m.recs[1].u.mem.addr);
+	cr_assert(m.recs[1].u.mem.flags & TMEM_F_POOL);
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.graph_pools, 2);
+	cr_assert_eq(st.live_replaced, 0);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
 Test(capture_convert, strings_interned_once)
 {
 	struct mem_sink m;

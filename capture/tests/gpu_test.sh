@@ -47,6 +47,7 @@ for mode in activity callbacks; do
 	$1 == "k" && NF >= 13 && $12 != 0 { gk++; gid[$12] = 1 }
 	$1 == "c" && NF >= 9 && $8 != 0 { gc++ }
 	$1 == "m" && NF >= 8 && $7 != 0 { gm++ }
+	$1 == "a" && $3 ~ /^0xfff0/ { gp++ }
 	END {
 		n = want["module_loads"] / 2; bad = 0
 		for (s in gid) ngraphs++
@@ -60,6 +61,8 @@ for mode in activity callbacks; do
 		if (gk != want["graph_launches"] * want["graph_kernels_per_launch"] || ngraphs != 1) bad = 1
 		if (gc != want["graph_launches"] * want["graph_copies_per_launch"]) bad = 1
 		if (gm != want["graph_launches"] * want["graph_memsets_per_launch"]) bad = 1
+		printf "graph memory pools (allocations CUPTI gives no address): %d (want 1)\n", gp
+		if (gp != 1) bad = 1
 		exit bad
 	}' || { echo "gpu-test: FAIL (modules/graph records, syncs $mode)"; exit 1; }
 done
