@@ -10,7 +10,10 @@ out=${DEMO_OUT:-out/demo}
 mkdir -p "$out"
 db=$out/results.db
 
-traces=$(find traces \( -path traces/torch/truth -prune \) -o \( -name '*.trace.gz' -o -name '*.trace' \) -print | sort)
+# traces/matrix/ is the capture's coverage set (one small run per kind of
+# program, capture/matrix.sh): validated and replayed by the tests, not a
+# batch sweep, so it stays out of the report's model groups.
+traces=$(find traces \( -path traces/torch/truth -prune \) -o \( -path traces/matrix -prune \) -o \( -name '*.trace.gz' -o -name '*.trace' \) -print | sort)
 # PyTorch's knobs, TensorFlow/JAX BFC, the CUDA pool, the references and the
 # offline floor. GC acts only under a memory fraction (here 5% of 140 GiB).
 $bin sweep --traces $traces \

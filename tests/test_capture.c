@@ -533,6 +533,7 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	snprintf(cmd, sizeof(cmd),
 		 "cd /tmp && GPUMEMSIM_CAPTURE_LIB=%s %s capture -o rel_out.trace.gz --label batch=64 "
 		 "--label model=resnet50 --no-links --api activity --no-source --record memory,kernels "
+		 "--syncs callbacks "
 		 "-- sh -c 'env > %s; exit 3' 2>/dev/null",
 		 lib, bin(), envf);
 	cr_assert_eq(sh(cmd), 3, "exit status passed through");
@@ -547,6 +548,8 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_API=activity\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_SOURCE=0\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_RECORD=memory,kernels\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_SYNCS=callbacks\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_ROOT_PID="), "the program's own pid: %s", env);
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LABELS=batch=64\nmodel=resnet50\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_REPORT=/tmp/gpumemsim-capture-"));
 	unlink(envf);
@@ -579,6 +582,9 @@ Test(capture_launcher, usage_and_failures)
 		{"--bogus -- true", 2},
 		{"--api sometimes -- true", 2},
 		{"--api", 2},
+		{"--syncs sometimes -- true", 2},
+		{"--syncs", 2},
+		{"--syncs callbacks -- true", 0},
 		{"--record kernels,bogus -- true", 2},
 		{"--record '' -- true", 2},
 		{"-o", 2},
@@ -743,4 +749,60 @@ Test(capture_convert, record_list_parse)
 	cr_assert_eq(cap_record_parse("kernel", &bits), -1, "no prefixes");
 	cr_assert_eq(cap_record_parse("kernels,,memory", &bits), -1);
 	cr_assert_eq(bits, 77, "untouched on error");
+}
+
+/* The capture matrix (capture/matrix.sh, run on the H200): one trace per
+ * kind of program, each validates and replays; JAX's module globals are
+ * freed at their module's unload (no re-registration left), torch.compile
+ * left one trace (its compile workers none), reduce-overhead's kernels
+ * carry their CUDA graph's id, every trace says which process it is. */
+Test(capture_data, matrix_traces_validate_replay_and_carry_what_they_should)
+{
+	static const char *progs[] = {"cnn", "torch-eager", "torch-compile", "torch-cudagraphs",
+				      "torch-nocaching", "torch-async", "jax-default"};
+	char cmd[1024], path[256];
+	for (size_t p = 0; p < sizeof(progs) / sizeof(progs[0]); p++) {
+		snprintf(path, sizeof(path), "traces/matrix/%s.trace.gz", progs[p]);
+		snprintf(cmd, sizeof(cmd), "%s trace validate %s >/dev/null 2>&1 && "
+			 "%s run %s --policy cuda_malloc >/dev/null 2>&1", bin(), path, bin(), path);
+		cr_assert_eq(sh(cmd), 0, "%s validates and replays", path);
+
+		struct trace_reader *r = trace_reader_open(path);
+		cr_assert_not_null(r);
+		const struct trace_header *h = trace_reader_header(r);
+		const char *program = NULL, *process = NULL;
+		for (uint32_t i = 0; i < h->nlabels; i++) {
+			if (!strcmp(h->labels[i].key, "program"))
+				program = h->labels[i].value;
+			if (!strcmp(h->labels[i].key, "capture_process"))
+				process = h->labels[i].value;
+		}
+		cr_assert(program && !strcmp(program, progs[p]), "%s: program label", path);
+		cr_assert(process && !strcmp(process, "root"), "%s: capture_process", path);
+		struct trace_rec rec;
+		uint64_t graph_kernels = 0, static_a = 0, static_f = 0;
+		while (trace_reader_next(r, &rec) == TRACE_OK) {
+			if (rec.type == TREC_KERNEL && rec.u.kernel.graph)
+				graph_kernels++;
+			if ((rec.type == TREC_ALLOC || rec.type == TREC_FREE) &&
+			    rec.u.mem.kind == TMEM_DEVICE_STATIC) {
+				if (rec.type == TREC_ALLOC)
+					static_a++;
+				else
+					static_f++;
+			}
+		}
+		cr_assert(trace_reader_trailer(r)->present, "%s complete", path);
+		trace_reader_close(r);
+		if (!strcmp(progs[p], "torch-cudagraphs"))
+			cr_assert_gt(graph_kernels, 1000, "reduce-overhead runs its steps as graphs");
+		if (!strcmp(progs[p], "jax-default")) {
+			cr_assert_gt(graph_kernels, 0, "XLA's command buffers are CUDA graphs");
+			cr_assert_gt(static_f, 900, "autotuner modules unloaded: globals freed");
+			cr_assert_leq(static_f, static_a);
+		}
+	}
+	/* nothing beside the traces but logs and tables: no compile-worker traces */
+	cr_assert_neq(sh("ls traces/matrix/*.trace.*.gz >/dev/null 2>&1"), 0,
+		      "a process's extra trace (FILE.PID.gz) was shipped");
 }
