@@ -856,42 +856,40 @@ oom:
 	atomic_fetch_add(&cap_oom, 1);
 }
 
-/* Move staged links into the converter; called with cap_lock held. */
+/* Move everything staged (links, records timed in callbacks, module
+ * events) into the converter; called with cap_lock held. The staging
+ * vectors are taken whole under cap_live_lock, so a program thread waits
+ * only for these pointer swaps. */
 static void cap_stage_drain(void)
 {
 	pthread_mutex_lock(&cap_live_lock);
 	struct cap_staged *st = cap_stage;
 	struct cap_link *sl = cap_stage_links;
 	size_t n = cap_nstage;
+	struct cap_rec *api = cap_api_stage;
+	size_t napi = cap_napi;
+	struct cap_mod_ev *mods = cap_mod_stage;
+	size_t nmods = cap_nmod;
 	cap_stage = NULL;
 	cap_stage_links = NULL;
 	cap_nstage = cap_capstage = cap_nstage_links = cap_capstage_links = 0;
-	pthread_mutex_unlock(&cap_live_lock);
-	for (size_t i = 0; i < n; i++)
-		if (cap_conv && cap_conv_link(cap_conv, st[i].corr, sl + st[i].off, st[i].n) < 0)
-			atomic_fetch_add(&cap_oom, 1);
-	free(st);
-	free(sl);
-
-	pthread_mutex_lock(&cap_live_lock);
-	struct cap_rec *api = cap_api_stage;
-	size_t napi = cap_napi;
 	cap_api_stage = NULL;
 	cap_napi = cap_capapi = 0;
-	pthread_mutex_unlock(&cap_live_lock);
-	for (size_t i = 0; cap_conv && i < napi; i++)
-		cap_push(&api[i]);
-	free(api);
-
-	pthread_mutex_lock(&cap_live_lock);
-	struct cap_mod_ev *mods = cap_mod_stage;
-	size_t nmods = cap_nmod;
 	cap_mod_stage = NULL;
 	cap_nmod = cap_capmod = 0;
 	pthread_mutex_unlock(&cap_live_lock);
+
+	for (size_t i = 0; i < n; i++)
+		if (cap_conv && cap_conv_link(cap_conv, st[i].corr, sl + st[i].off, st[i].n) < 0)
+			atomic_fetch_add(&cap_oom, 1);
+	for (size_t i = 0; cap_conv && i < napi; i++)
+		cap_push(&api[i]);
 	for (size_t i = 0; cap_conv && i < nmods; i++)
 		if (cap_conv_module(cap_conv, mods[i].op, mods[i].ctx, mods[i].module, mods[i].t) < 0)
 			atomic_fetch_add(&cap_oom, 1);
+	free(st);
+	free(sl);
+	free(api);
 	free(mods);
 }
 
