@@ -18,7 +18,7 @@ CUDA_HOME ?= /usr/local/cuda
 FUZZ_SECONDS ?= 60
 
 # Sources by folder; main.c is the only one outside the library.
-LIB_SRCS  := $(sort $(wildcard traces/*.c) $(wildcard policies/*.c) \
+LIB_SRCS  := $(sort $(wildcard base/*.c) $(wildcard traces/*.c) $(wildcard device/*.c) $(wildcard policies/*.c) \
 	       $(filter-out sim/main.c,$(wildcard sim/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c)) tests/helpers.c
@@ -69,10 +69,10 @@ bench: $(BIN) $(BENCH_BIN)
 	./$(BENCH_BIN)
 
 FUZZ_BIN := build-fuzz/fuzz_trace_reader
-$(FUZZ_BIN): tests/fuzz/fuzz_trace_reader.c $(wildcard traces/*.c) traces/trace.h sim/vec.c sim/vec.h
+$(FUZZ_BIN): tests/fuzz/fuzz_trace_reader.c $(wildcard traces/*.c) traces/trace.h base/vec.c base/vec.h
 	@mkdir -p build-fuzz
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  -o $@ tests/fuzz/fuzz_trace_reader.c $(wildcard traces/trace_*.c) sim/vec.c -lz
+	  -o $@ tests/fuzz/fuzz_trace_reader.c $(wildcard traces/trace_*.c) base/vec.c -lz
 fuzz: $(FUZZ_BIN)
 	@mkdir -p build-fuzz/corpus
 	cp tests/fuzz/seeds/* build-fuzz/corpus/ 2>/dev/null || true

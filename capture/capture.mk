@@ -11,7 +11,7 @@ NVCC          ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ARCH     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 CAPTURE_LIB   := $(BUILD)/libgpumemsim_capture.so
 CAPTURE_SRCS  := capture/inject.c capture/convert.c traces/trace_writer.c \
-		 traces/trace_names.c sim/u64map.c sim/vec.c
+		 traces/trace_names.c base/u64map.c base/vec.c
 CAPTURE_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC \
 		 -fvisibility=hidden -I$(CUDA_HOME)/include
 # libcuda from the stubs when the build machine has no driver: the soname
@@ -51,7 +51,7 @@ gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK) $(PROBE_MODULES)
 # the (never made) CUDA calls, so it runs on the build machines too.
 CUPTI_TEST_BIN := $(BUILD)/test_capture_cupti
 CUPTI_TEST_SRCS := tests/test_capture_cupti.c capture/convert.c traces/trace_writer.c \
-		   traces/trace_names.c sim/u64map.c sim/vec.c
+		   traces/trace_names.c base/u64map.c base/vec.c
 $(CUPTI_TEST_BIN): $(CUPTI_TEST_SRCS) capture/inject.c capture/convert.h capture/capture.mk
 	@mkdir -p $(BUILD)/cuda-stubs
 	ln -sf $(CUDA_HOME)/lib64/stubs/libcuda.so $(BUILD)/cuda-stubs/libcuda.so.1

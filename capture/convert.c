@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/u64map.h"
-#include "../sim/vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 
 #define RETIRE_NS 10000000000ull
 

@@ -42,9 +42,9 @@
 #include <cuda.h>
 #include <cupti.h>
 
-#include "../sim/cli.h"
-#include "../sim/u64map.h"
-#include "../sim/vec.h"
+#include "../base/version.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 #include "../traces/trace.h"
 #include "convert.h"
 

@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/u64map.h"
-#include "../sim/vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 #include "ordset.h"
 
 #define BFC_MIN_ALLOC 256ull

@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/u64map.h"
-#include "../sim/vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 #include "ordset.h"
 
 #define CA_ROUND 256ull

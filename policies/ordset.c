@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/vec.h"
+#include "../base/vec.h"
 
 /* Walk the tree at ROOT with an explicit stack (a degenerate tree cannot
  * overflow the C stack); each entry carries the parent it must link to and

@@ -4,7 +4,7 @@
  * A policy is one const struct of function pointers with a name (in the
  * spirit of sqlite3_vfs): it turns the trace's allocation requests into
  * addresses inside device memory it obtains from the simulated device
- * (sim/device.h). Policies never see a clock except the time the engine
+ * (device/device.h). Policies never see a clock except the time the engine
  * passes them; the engine computes every common metric (allocated, reserved,
  * peaks, counts, fragmentation, OOM) from what policies return and from the
  * device, so all policies are measured the same way.
@@ -18,7 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/device.h"
+#include "../base/conf.h"
+#include "../device/device.h"
 #include "../traces/trace.h"
 
 #define POLICY_IFACE_VERSION 1
@@ -116,30 +117,7 @@ const struct alloc_policy *policy_find(const char *name);
 /* "cuda_malloc, pytorch, ..." into BUF, for "unknown policy" messages. */
 void policy_list_names(char *buf, size_t len);
 
-/* ------------------------------------------------- knob string parsing */
-
-/*
- * Conf strings use PyTorch's PYTORCH_CUDA_ALLOC_CONF syntax:
- * "key:value,key:value"; a value may be a bracketed list that itself holds
- * commas and colons ("roundup_power2_divisions:[256:1,512:2,>:4]"). '=' is
- * accepted in place of ':' for TensorFlow-style names (allow_growth=true).
- */
-struct conf_kv {
-	char key[128];
-	char value[256];
-};
-
-/* Next pair from *CURSOR. Returns 1 with KV, 0 at the end, -1 on a malformed
- * string (ERR says where). */
-int conf_next(const char **cursor, struct conf_kv *kv, char *err, size_t errlen);
-
-/* Value parsers: 0 on success, -1 with ERR naming KEY. */
-int conf_u64(const struct conf_kv *kv, uint64_t *out, char *err, size_t errlen);
-int conf_double(const struct conf_kv *kv, double lo, double hi, double *out,
-		char *err, size_t errlen);
-int conf_bool(const struct conf_kv *kv, int *out, char *err, size_t errlen);
-/* Sizes such as "80GiB", "512MiB", "1.5GB", "4096" (bytes). */
-int conf_size(const char *s, uint64_t *out);
+/* ------------------------------------------------- knob messages */
 
 /* "unknown knob 'K' for policy P (known: a, b, c)" into ERR; returns -1. */
 int conf_unknown(const char *policy, const struct policy_knob *knobs,

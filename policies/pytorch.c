@@ -56,8 +56,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/u64map.h"
-#include "../sim/vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 
 #define MIB (1024ull * 1024ull)
 #define PT_MIN_BLOCK 512ull

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define GPUMEMSIM_VERSION "0.1.0"
+#include "../base/version.h"
 
 #define EXIT_USAGE 2
 

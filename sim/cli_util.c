@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "device.h"
+#include "../device/device.h"
 
 /* Sizes as people read them: binary units, GiB for anything over 1 GiB. */
 const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len)

@@ -24,7 +24,7 @@
 
 #include "../capture/convert.h"
 #include "cli.h"
-#include "vec.h"
+#include "../base/vec.h"
 
 #define CAPTURE_LIB_NAME "libgpumemsim_capture.so"
 #define CAPTURE_DEFAULT_OUT "capture.trace.gz"

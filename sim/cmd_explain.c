@@ -28,7 +28,7 @@
 #include "cli.h"
 #include "cmd_whatif.h"
 #include "engine.h"
-#include "json.h"
+#include "../base/json.h"
 
 #define MAX_POINTS 64
 

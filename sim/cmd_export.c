@@ -26,7 +26,7 @@
 #include "../traces/trace.h"
 #include "cli.h"
 #include "engine.h"
-#include "json.h"
+#include "../base/json.h"
 #include "store.h"
 
 #define EXPORT_MAX_RUNS 64

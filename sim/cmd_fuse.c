@@ -12,7 +12,7 @@
 
 #include "../traces/fusion.h"
 #include "cli.h"
-#include "json.h"
+#include "../base/json.h"
 
 #define MAX_RULE_ARGS FUSION_MAX_RULES
 

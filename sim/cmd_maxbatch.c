@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "cmd_whatif.h"
 #include "engine.h"
-#include "json.h"
+#include "../base/json.h"
 
 #define MAX_FROM 32
 #define MAX_EVALS 128

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "json.h"
+#include "../base/json.h"
 #include "store.h"
 
 static void usage(FILE *f)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "json.h"
+#include "../base/json.h"
 #include "../policies/policy.h"
 
 static void usage(FILE *f)

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cost.h"
+#include "../device/cost.h"
 #include "engine.h"
-#include "json.h"
+#include "../base/json.h"
 #include "store.h"
 
 #define DEFAULT_DB "results.db"

@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "json.h"
+#include "../base/json.h"
 #include "store.h"
 #include "sweep.h"
-#include "vec.h"
+#include "../base/vec.h"
 
 #define DEFAULT_DB "results.db"
 

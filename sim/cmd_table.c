@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "json.h"
+#include "../base/json.h"
 #include "store.h"
 
 /* The latest run of each (trace, policy, conf, capacity), with its labels,

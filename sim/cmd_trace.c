@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "json.h"
-#include "u64map.h"
+#include "../base/json.h"
+#include "../base/u64map.h"
 #include "../traces/trace.h"
 
 #define MAX_WARNINGS_SHOWN 10

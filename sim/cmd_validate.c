@@ -30,9 +30,9 @@
 
 #include "cli.h"
 #include "engine.h"
-#include "json.h"
-#include "u64map.h"
-#include "vec.h"
+#include "../base/json.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 #include "../traces/import_torch.h"
 
 struct dev_op { uint32_t op; uint64_t addr, bytes; };

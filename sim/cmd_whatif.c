@@ -16,7 +16,7 @@
 #include "../traces/batch_fit.h"
 #include "cli.h"
 #include "cmd_whatif.h"
-#include "json.h"
+#include "../base/json.h"
 
 #define MAX_FROM 32
 

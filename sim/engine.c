@@ -49,10 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
+#include "../device/cost.h"
 #include "event_queue.h"
-#include "u64map.h"
-#include "vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 
 #define PROGRESS_MASK ((1ull << 22) - 1)
 #define EV_GPU_DONE 1u

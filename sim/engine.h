@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "../policies/policy.h"
-#include "device.h"
+#include "../device/device.h"
 
 /*
  * Where allocations the framework's allocator never served go. DEVICE: a

@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#include "vec.h"
+#include "../base/vec.h"
 
 static inline int before(const struct eq_event *a, const struct eq_event *b)
 {

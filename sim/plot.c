@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "vec.h"
+#include "../base/vec.h"
 
 extern char **environ;
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "json.h"
+#include "../base/json.h"
 
 #define BUSY_TIMEOUT_MS 5000
 

@@ -10,9 +10,9 @@
  * 'E' + the engine's error) and exits; the parent is the only process that
  * touches the database.
  */
-#include "cost.h"
+#include "../device/cost.h"
 #include "sweep.h"
-#include "vec.h"
+#include "../base/vec.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/cost.h"
+#include "../device/cost.h"
 #include "../sim/engine.h"
 #include "helpers.h"
 

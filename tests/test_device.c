@@ -5,7 +5,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "../sim/device.h"
+#include "../device/device.h"
 #include "../traces/trace.h"
 
 #define MiB (1ull << 20)

@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "../sim/u64map.h"
+#include "../base/u64map.h"
 
 Test(u64map, basic)
 {

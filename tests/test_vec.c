@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../sim/vec.h"
+#include "../base/vec.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define VEC_TEST_ASAN 1

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/u64map.h"
+#include "../base/u64map.h"
 #include "trace.h"
 
 #define NO_IDX SIZE_MAX

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/u64map.h"
-#include "../sim/vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 #include "trace.h"
 
 #define NONE UINT32_MAX

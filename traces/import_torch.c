@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../sim/vec.h"
+#include "../base/vec.h"
 #include "text_input.h"
 #include "trace.h"
 

@@ -39,8 +39,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/u64map.h"
-#include "../sim/vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 #include "import_torch.h"
 #include "trace.h"
 

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../sim/vec.h"
+#include "../base/vec.h"
 
 /* Longest line accepted: a kernel with TRACE_MAX_LINKS links is ~1.5 KiB,
  * so anything near this is garbage, not a trace. */

@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../sim/vec.h"
+#include "../base/vec.h"
 
 #define WR_BUF_SIZE (256u << 10)
 /* Room one event record can need: a kernel with TRACE_MAX_LINKS links. */

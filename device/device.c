@@ -30,8 +30,8 @@
 #include <string.h>
 
 #include "cost.h"
-#include "u64map.h"
-#include "vec.h"
+#include "../base/u64map.h"
+#include "../base/vec.h"
 #include "../traces/trace.h"
 
 #define PAGE (2ull << 20)

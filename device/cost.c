@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../policies/policy.h"
-#include "vec.h"
+#include "../base/conf.h"
+#include "../base/vec.h"
 
 #define MIB ((double)(1u << 20))
 #define MIN_SAMPLES 3
