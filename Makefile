@@ -17,9 +17,11 @@ BUILD    ?= build
 CUDA_HOME ?= /usr/local/cuda
 FUZZ_SECONDS ?= 60
 
-# Sources by folder; main.c is the only one outside the library.
-LIB_SRCS  := $(sort $(wildcard base/*.c) $(wildcard traces/*.c) $(wildcard device/*.c) $(wildcard policies/*.c) \
-	       $(filter-out sim/main.c,$(wildcard sim/*.c)))
+# Sources by folder, bottom layer first (docs/architecture.md); cli/main.c is
+# the only one outside the library.
+LIB_SRCS  := $(sort $(wildcard base/*.c) $(wildcard traces/*.c) $(wildcard device/*.c) \
+	       $(wildcard policies/*.c) $(wildcard sim/*.c) $(wildcard whatif/*.c) \
+	       $(wildcard plots/*.c) $(filter-out cli/main.c,$(wildcard cli/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c)) tests/helpers.c
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/%.o)
@@ -44,7 +46,7 @@ $(LIBSIM): $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(BUILD)/sim/main.o $(LIBSIM)
+$(BIN): $(BUILD)/cli/main.o $(LIBSIM)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(TEST_BIN): $(TEST_OBJS) $(LIBSIM)
@@ -113,4 +115,4 @@ report-screenshot: $(BIN)
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/sim/main.d $(BUILD)/bench/bench.d
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/cli/main.d $(BUILD)/bench/bench.d

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "../base/size.h"
 #include "../base/vec.h"
 
 extern char **environ;
@@ -594,7 +594,7 @@ static double capacity_lines(FILE *gp, const struct plot_run *runs, int n, doubl
 		seen[ns++] = c;
 		char b[32];
 		fprintf(gp, "cap%d = %.6f\n", ns, gib(c));
-		fprintf(gp, "cap%d_title = \"device capacity %s\"\n", ns, cli_fmt_bytes(c, b, sizeof b));
+		fprintf(gp, "cap%d_title = \"device capacity %s\"\n", ns, size_fmt(c, b, sizeof b));
 		if (gib(c) * 1.08 > top)
 			top = gib(c) * 1.08;
 	}
@@ -811,7 +811,7 @@ static int fig_timeline(struct store *s, struct fig *f, const struct plot_run *r
 		plot_run_setting(&runs[i], b2, sizeof b2);
 		if (runs[i].peak_reserved && gib(runs[i].peak_reserved) > top)
 			snprintf(t2, sizeof t2, "%s (%s, off scale)", b2,
-				 cli_fmt_bytes(runs[i].peak_reserved, b3, sizeof b3));
+				 size_fmt(runs[i].peak_reserved, b3, sizeof b3));
 		else
 			snprintf(t2, sizeof t2, "%s", b2);
 		if (i)
@@ -1024,7 +1024,7 @@ static int fig_batch(struct fig *f, const struct plot_run *runs, int n, char *er
 		char t2[192], b3[32];
 		if (k < (int)(sizeof series_max / sizeof series_max[0]) && series_max[k] > top)
 			snprintf(t2, sizeof t2, "%s (%s, off scale)", series[k],
-				 cli_fmt_bytes((uint64_t)(series_max[k] * GIB), b3, sizeof b3));
+				 size_fmt((uint64_t)(series_max[k] * GIB), b3, sizeof b3));
 		else
 			snprintf(t2, sizeof t2, "%s", series[k]);
 		if (k)
@@ -1212,7 +1212,7 @@ static int fig_compare(struct fig *f, const struct plot_run *runs, int n, char *
 		for (char *p = b1; *p; p++)
 			if (*p == '"')
 				*p = '\'';
-		snprintf(b2, sizeof b2, "%s%s%s", cli_fmt_bytes(runs[i].peak_reserved, b3, sizeof b3),
+		snprintf(b2, sizeof b2, "%s%s%s", size_fmt(runs[i].peak_reserved, b3, sizeof b3),
 			 off ? " (off scale)" : "", runs[i].oom ? " OOM" : "");
 		fprintf(d, "%d \"%s\" %.6f %.6f %.6f \"%s\" %" PRIu64 " %d\n", nb - 1 - k++, b1, v,
 			off ? top : v, off ? top * 0.45 : v, b2, runs[i].device_allocs,
@@ -1250,7 +1250,7 @@ static int fig_compare(struct fig *f, const struct plot_run *runs, int n, char *
 		"set xrange [0:%.6f]\nset xlabel 'peak reserved (GiB)'\n", top);
 	fprintf(gp, "set title \"peak reserved (dashed: floor, %s %s%s)\"\n",
 		from_opt ? "optimal policy" : "peak of live requests",
-		cli_fmt_bytes(floor_b, b3, sizeof b3), show_cap ? ", red: capacity" : "");
+		size_fmt(floor_b, b3, sizeof b3), show_cap ? ", red: capacity" : "");
 	fprintf(gp, "set arrow 1 from %.6f, graph 0 to %.6f, graph 1 nohead lw 2 dt 2 lc rgb '#000000' front\n",
 		floor_g, floor_g);
 	if (show_cap)
@@ -1392,7 +1392,7 @@ static int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *e
 					*p = '\'';
 			if (y > top)
 				snprintf(b2, sizeof b2, "%s (%s, off scale)", b1,
-					 cli_fmt_bytes(tr[i]->peak_reserved, b3, sizeof b3));
+					 size_fmt(tr[i]->peak_reserved, b3, sizeof b3));
 			else
 				snprintf(b2, sizeof b2, "%s", b1);
 			fprintf(d, "%.6f %.6f %d \"%s\"\n", tr[i]->step_time_ns / 1e6,
@@ -1636,7 +1636,7 @@ static int fig_live(struct store *s, struct fig *f, const struct plot_run *runs,
 		if (res > live) {
 			char b3[32];
 			fprintf(d, "%d %.6f %.6f \"%s\"\n", ns - 1 - i, live, res > xmax ? xmax : res,
-				res > xmax ? cli_fmt_bytes(sel[i]->peak_reserved, b3, sizeof b3) : "");
+				res > xmax ? size_fmt(sel[i]->peak_reserved, b3, sizeof b3) : "");
 			anyfree = 1;
 		}
 	}

@@ -60,8 +60,8 @@ static int import_markers(const char *capture, const char *truth, const char *ou
 		char b1[32], b2[32];
 		const struct markers_source *s = &rep.foreign[i];
 		fprintf(stderr, "not the framework's allocator: %s: %" PRIu64 " allocations, %s in all, "
-			"%s live at most\n", s->name, s->allocs, cli_fmt_bytes(s->bytes, b1, sizeof b1),
-			cli_fmt_bytes(s->peak_live, b2, sizeof b2));
+			"%s live at most\n", s->name, s->allocs, size_fmt(s->bytes, b1, sizeof b1),
+			size_fmt(s->peak_live, b2, sizeof b2));
 	}
 	if (rep.foreign_other)
 		fprintf(stderr, "not the framework's allocator: %" PRIu64 " more allocations of other "

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "plot.h"
-#include "store.h"
+#include "../sim/plot.h"
+#include "../sim/store.h"
 
 #define REPORT_MAX_FIGS 64
 
@@ -218,7 +218,7 @@ static int add_figure(struct report *r, enum plot_kind kind, const char *extra_w
 
 static const char *fmt_bytes(uint64_t b, char *buf, size_t len)
 {
-	return cli_fmt_bytes(b, buf, len);
+	return size_fmt(b, buf, len);
 }
 
 static long batch_of(const struct plot_run *r)

@@ -15,7 +15,7 @@
 
 #include "cli.h"
 #include "../base/json.h"
-#include "store.h"
+#include "../sim/store.h"
 
 /* The latest run of each (trace, policy, conf, capacity), with its labels,
  * retries and its policy's default-setting peak for comparison. */
@@ -84,7 +84,7 @@ static int print_row(void *vctx, int ncols, const char *const *c)
 		snprintf(t->last_path, sizeof t->last_path, "%s", c[C_PATH]);
 		printf("\n%s%s%s%s%s  (floor: peak of live requests %s)\n", c[C_PATH],
 		       *c[C_MODEL] ? "  model=" : "", c[C_MODEL], *c[C_BATCH] ? "  batch=" : "",
-		       c[C_BATCH], cli_fmt_bytes(req, b1, sizeof b1));
+		       c[C_BATCH], size_fmt(req, b1, sizeof b1));
 		printf("  %-10s %-12s %-46s %12s %12s %9s %8s %8s %7s %4s %10s\n", "device",
 		       "policy", "setting", "reserved", "allocated", "res/floor", "dev.mal", "dev.free", "retries",
 		       "OOM", "vs default");
@@ -93,8 +93,8 @@ static int print_row(void *vctx, int ncols, const char *const *c)
 	if (c[C_DEFRES] && *c[C_CONF])
 		snprintf(vs, sizeof vs, "%+.1f%%%s", 100.0 * vs_def, vs_def > 0.005 ? " WORSE" : "");
 	printf("  %-10s %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
-	       cli_fmt_bytes(col_u64(c[C_CAP]), b4, sizeof b4), c[C_POLICY], *c[C_CONF] ? c[C_CONF] : "(default)", cli_fmt_bytes(res, b2, sizeof b2),
-	       cli_fmt_bytes(col_u64(c[C_ALLOC]), b3, sizeof b3), vs_floor, col_u64(c[C_DALLOC]),
+	       size_fmt(col_u64(c[C_CAP]), b4, sizeof b4), c[C_POLICY], *c[C_CONF] ? c[C_CONF] : "(default)", size_fmt(res, b2, sizeof b2),
+	       size_fmt(col_u64(c[C_ALLOC]), b3, sizeof b3), vs_floor, col_u64(c[C_DALLOC]),
 	       col_u64(c[C_DFREE]), col_u64(c[C_RETRY]), col_u64(c[C_OOM]) ? "yes" : "no", vs);
 	return 0;
 }

@@ -4,12 +4,13 @@
  * Exit codes: 0 success; 1 failure (bad input, I/O error: a message on
  * stderr names the file and line or the knob); 2 usage error.
  */
-#ifndef SIM_CLI_H
-#define SIM_CLI_H
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
 
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../base/size.h"
 #include "../base/version.h"
 
 #define EXIT_USAGE 2
@@ -32,8 +33,6 @@ int cmd_maxbatch(int argc, char **argv);  /* maxbatch --from T1 T2 --policy P --
 int cmd_explain(int argc, char **argv);   /* explain batch T1 T2 ...: why peak moves with batch */
 int cmd_fuse(int argc, char **argv);      /* fuse TRACE --rules FILE -o OUT: kernel-fusion what-if */
 
-/* "1.50 GiB" style, into BUF. */
-const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 
 /*
  * One sentence explaining an OOM verdict ("capacity", "limit",
@@ -63,4 +62,4 @@ int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 
-#endif /* SIM_CLI_H */
+#endif /* CLI_CLI_H */

@@ -17,7 +17,7 @@
 
 #include "cli.h"
 #include "cmd_whatif.h"
-#include "engine.h"
+#include "../sim/engine.h"
 #include "../base/json.h"
 
 #define MAX_FROM 32
@@ -288,33 +288,33 @@ int cmd_maxbatch(int argc, char **argv)
 			verdict = "foreign";
 			int n = snprintf(detail, sizeof detail, "memory outside the framework's allocator: "
 					 "%s live when %s was requested (",
-					 cli_fmt_bytes(live.foreign, b1, sizeof b1),
-					 cli_fmt_bytes(req, b2, sizeof b2));
+					 size_fmt(live.foreign, b1, sizeof b1),
+					 size_fmt(req, b2, sizeof b2));
 			(void)b3;
 			for (size_t i = 0; i < live.nlibs && n > 0 && (size_t)n < sizeof detail; i++)
 				n += snprintf(detail + n, sizeof detail - (size_t)n, "%s%s %s",
 					      i ? ", " : "", live.libs[i].name,
-					      cli_fmt_bytes(live.libs[i].bytes, b1, sizeof b1));
+					      size_fmt(live.libs[i].bytes, b1, sizeof b1));
 			if (n > 0 && (size_t)n < sizeof detail)
 				snprintf(detail + n, sizeof detail - (size_t)n, ")");
 		} else if (!strcmp(sim_oom_verdict(req, alloc, c.cap, fail.oom_largest_free,
 						   fail.oom_cached_free), "capacity")) {
 			verdict = "capacity";
 			snprintf(detail, sizeof detail, "capacity: %s allocated + %s requested > %s usable",
-				 cli_fmt_bytes(alloc, b1, sizeof b1), cli_fmt_bytes(req, b2, sizeof b2),
-				 cli_fmt_bytes(c.cap, b3, sizeof b3));
+				 size_fmt(alloc, b1, sizeof b1), size_fmt(req, b2, sizeof b2),
+				 size_fmt(c.cap, b3, sizeof b3));
 		} else {
 			verdict = "fragmentation";
 			uint64_t freeb = c.cap > fail.oom_reserved ? c.cap - fail.oom_reserved : 0;
 			snprintf(detail, sizeof detail, "fragmentation: %s allocated + %s requested fits in "
 				 "%s, but the free memory is split (%s reserved, cached free %s, largest "
 				 "free block %s, unreserved %s)",
-				 cli_fmt_bytes(alloc, b1, sizeof b1), cli_fmt_bytes(req, b2, sizeof b2),
-				 cli_fmt_bytes(c.cap, b3, sizeof b3),
-				 cli_fmt_bytes(fail.oom_reserved, b4, sizeof b4),
-				 fail.oom_cached_free >= 0 ? cli_fmt_bytes((uint64_t)fail.oom_cached_free, b5, sizeof b5) : "?",
-				 fail.oom_largest_free >= 0 ? cli_fmt_bytes((uint64_t)fail.oom_largest_free, b6, sizeof b6) : "?",
-				 cli_fmt_bytes(freeb, b7, sizeof b7));
+				 size_fmt(alloc, b1, sizeof b1), size_fmt(req, b2, sizeof b2),
+				 size_fmt(c.cap, b3, sizeof b3),
+				 size_fmt(fail.oom_reserved, b4, sizeof b4),
+				 fail.oom_cached_free >= 0 ? size_fmt((uint64_t)fail.oom_cached_free, b5, sizeof b5) : "?",
+				 fail.oom_largest_free >= 0 ? size_fmt((uint64_t)fail.oom_largest_free, b6, sizeof b6) : "?",
+				 size_fmt(freeb, b7, sizeof b7));
 		}
 	}
 	if (json) {
@@ -363,17 +363,17 @@ int cmd_maxbatch(int argc, char **argv)
 	} else {
 		char b1[32], b2[32], b3[32];
 		printf("policy         %s%s%s\n", policy, conf ? " conf " : "", conf ? conf : "");
-		printf("usable         %s (capacity %s, margin %.1f%%)\n", cli_fmt_bytes(c.cap, b1, sizeof b1),
-		       cli_fmt_bytes(capacity, b2, sizeof b2), 100 * margin);
+		printf("usable         %s (capacity %s, margin %.1f%%)\n", size_fmt(c.cap, b1, sizeof b1),
+		       size_fmt(capacity, b2, sizeof b2), 100 * margin);
 		if (lo)
 			printf("largest batch  %" PRIu64 " (peak reserved %s, allocated %s)\n", lo,
-			       cli_fmt_bytes(best.peak_reserved, b1, sizeof b1),
-			       cli_fmt_bytes(best.peak_allocated, b3, sizeof b3));
+			       size_fmt(best.peak_reserved, b1, sizeof b1),
+			       size_fmt(best.peak_allocated, b3, sizeof b3));
 		else
 			printf("largest batch  none: batch %" PRIu64 " does not fit\n", hi);
 		if (hi)
 			printf("batch %-8" PRIu64 " fails at request of %s: %s\n", hi,
-			       cli_fmt_bytes(fail.oom_bytes, b1, sizeof b1), detail);
+			       size_fmt(fail.oom_bytes, b1, sizeof b1), detail);
 		else
 			printf("no failure up to --max %" PRIu64 "\n", maxb);
 		printf("searched       %zu batch sizes (the search assumes that peak grows with batch)\n",

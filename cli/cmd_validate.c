@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "engine.h"
+#include "../sim/engine.h"
 #include "../base/json.h"
 #include "../base/u64map.h"
 #include "../base/vec.h"

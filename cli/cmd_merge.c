@@ -19,7 +19,7 @@
 
 #include "cli.h"
 #include "../base/json.h"
-#include "store.h"
+#include "../sim/store.h"
 
 static void usage(FILE *f)
 {

@@ -20,8 +20,8 @@
 
 #include "cli.h"
 #include "../base/json.h"
-#include "store.h"
-#include "sweep.h"
+#include "../sim/store.h"
+#include "../sim/sweep.h"
 #include "../base/vec.h"
 
 #define DEFAULT_DB "results.db"

@@ -25,9 +25,9 @@
 
 #include "../traces/trace.h"
 #include "cli.h"
-#include "engine.h"
+#include "../sim/engine.h"
 #include "../base/json.h"
-#include "store.h"
+#include "../sim/store.h"
 
 #define EXPORT_MAX_RUNS 64
 

@@ -27,7 +27,7 @@
 
 #include "cli.h"
 #include "cmd_whatif.h"
-#include "engine.h"
+#include "../sim/engine.h"
 #include "../base/json.h"
 
 #define MAX_POINTS 64
@@ -80,7 +80,7 @@ static int cmp_point(const void *a, const void *b)
 static const char *fmt_delta(int64_t d, char *buf, size_t len)
 {
 	char b[24];
-	cli_fmt_bytes((uint64_t)(d < 0 ? -d : d), b, sizeof b);
+	size_fmt((uint64_t)(d < 0 ? -d : d), b, sizeof b);
 	snprintf(buf, len, "%s%s", d < 0 ? "-" : "+", b);
 	return buf;
 }
@@ -158,8 +158,8 @@ static void ws_falls(const struct ex_point *a, const struct ex_point *b, struct 
 	if (a->live.nws && b->live.nws && strcmp(a->live.ws[0].name, b->live.ws[0].name)) {
 		/* the largest workspace moved to another layer: show both */
 		snprintf(s->detail + n, sizeof s->detail - n, ": largest %s %s -> %s %s",
-			 a->live.ws[0].name, cli_fmt_bytes(a->live.ws[0].bytes, b1, sizeof b1),
-			 b->live.ws[0].name, cli_fmt_bytes(b->live.ws[0].bytes, b2, sizeof b2));
+			 a->live.ws[0].name, size_fmt(a->live.ws[0].bytes, b1, sizeof b1),
+			 b->live.ws[0].name, size_fmt(b->live.ws[0].bytes, b2, sizeof b2));
 	} else if (name) {
 		snprintf(s->detail + n, sizeof s->detail - n, ", most in %s %s", name,
 			 fmt_delta(dd, b2, sizeof b2));
@@ -417,9 +417,9 @@ int cmd_explain(int argc, char **argv)
 	       "activations", "rounding", "segments/frag");
 	for (size_t i = 0; i < np; i++)
 		printf("%6" PRIu64 " %12s %12s %12s %12s %12s %14s\n", p[i].batch,
-		       cli_fmt_bytes(p[i].reserved, b[0], 32), cli_fmt_bytes(p[i].allocated, b[1], 32),
-		       cli_fmt_bytes(p[i].ws, b[2], 32), cli_fmt_bytes(p[i].act, b[3], 32),
-		       cli_fmt_bytes(p[i].rounding, b[4], 32), cli_fmt_bytes(p[i].slack, b[5], 32));
+		       size_fmt(p[i].reserved, b[0], 32), size_fmt(p[i].allocated, b[1], 32),
+		       size_fmt(p[i].ws, b[2], 32), size_fmt(p[i].act, b[3], 32),
+		       size_fmt(p[i].rounding, b[4], 32), size_fmt(p[i].slack, b[5], 32));
 	printf("\n%-13s %12s %12s %12s %12s %14s  %-6s %s\n", "batch", "d reserved", "d workspace",
 	       "d activ.", "d rounding", "d segs/frag", "flag", "cause");
 	for (size_t i = 0; i + 1 < np; i++) {

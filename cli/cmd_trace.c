@@ -570,7 +570,7 @@ static void stats_text(FILE *f, const struct trace_reader *r, const struct tstat
 	if (h->gpu)
 		fprintf(f, "  gpu             %s\n", h->gpu);
 	if (h->total_memory)
-		fprintf(f, "  total memory    %s\n", cli_fmt_bytes(h->total_memory, b1, sizeof b1));
+		fprintf(f, "  total memory    %s\n", size_fmt(h->total_memory, b1, sizeof b1));
 	for (size_t i = 0; i < h->nlabels; i++)
 		fprintf(f, "  label           %s=%s\n", h->labels[i].key, h->labels[i].value);
 	fprintf(f, "  records         %" PRIu64 "\n", s->records);
@@ -582,10 +582,10 @@ static void stats_text(FILE *f, const struct trace_reader *r, const struct tstat
 	if (s->graph_kernels || s->graphs.count)
 		fprintf(f, "  CUDA graphs     %zu, %" PRIu64 " kernels launched from them\n",
 			s->graphs.count, s->graph_kernels);
-	fprintf(f, "  allocated       %s in total\n", cli_fmt_bytes(s->alloc_bytes, b1, sizeof b1));
+	fprintf(f, "  allocated       %s in total\n", size_fmt(s->alloc_bytes, b1, sizeof b1));
 	fprintf(f, "  peak live       %s at %.6f s\n",
-		cli_fmt_bytes(s->peak_live_bytes, b1, sizeof b1), (double)s->peak_at / 1e9);
-	fprintf(f, "  live at end     %s\n", cli_fmt_bytes(s->live_bytes, b2, sizeof b2));
+		size_fmt(s->peak_live_bytes, b1, sizeof b1), (double)s->peak_at / 1e9);
+	fprintf(f, "  live at end     %s\n", size_fmt(s->live_bytes, b2, sizeof b2));
 	if (s->unmatched_frees)
 		fprintf(f, "  unmatched frees %" PRIu64 "\n", s->unmatched_frees);
 	fprintf(f, "  duration        %.6f s\n",

@@ -17,9 +17,9 @@
 
 #include "cli.h"
 #include "../device/cost.h"
-#include "engine.h"
+#include "../sim/engine.h"
 #include "../base/json.h"
-#include "store.h"
+#include "../sim/store.h"
 
 #define DEFAULT_DB "results.db"
 
@@ -313,38 +313,38 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 	printf("trace            %s (%s)\n", r->trace_path, r->complete ? "complete" : "incomplete: no trailer");
 	printf("policy           %s%s%s%s\n", r->policy, r->conf[0] ? "  conf \"" : "", r->conf,
 	       r->conf[0] ? "\"" : "");
-	printf("capacity         %s\n", r->capacity ? cli_fmt_bytes(r->capacity, b1, sizeof b1) : "unlimited");
+	printf("capacity         %s\n", r->capacity ? size_fmt(r->capacity, b1, sizeof b1) : "unlimited");
 	printf("requests         %" PRIu64 " allocs, %" PRIu64 " frees\n", r->allocs, r->frees);
-	printf("peak allocated   %s (requested %s)\n", cli_fmt_bytes(r->peak_allocated, b1, sizeof b1),
-	       cli_fmt_bytes(r->peak_requested, b2, sizeof b2));
-	printf("peak reserved    %s\n", cli_fmt_bytes(r->peak_reserved, b1, sizeof b1));
+	printf("peak allocated   %s (requested %s)\n", size_fmt(r->peak_allocated, b1, sizeof b1),
+	       size_fmt(r->peak_requested, b2, sizeof b2));
+	printf("peak reserved    %s\n", size_fmt(r->peak_reserved, b1, sizeof b1));
 	printf("fragmentation    %.4f (1 - peak allocated / peak reserved)\n", r->fragmentation);
 	if (r->foreign_routed) {
 		printf("outside          %s at most beside the allocator (%" PRIu64 " allocations not "
-		       "from '%s', or module globals)\n", cli_fmt_bytes(r->peak_foreign, b1, sizeof b1),
+		       "from '%s', or module globals)\n", size_fmt(r->peak_foreign, b1, sizeof b1),
 		       r->foreign_allocs, r->allocator_source);
 		for (size_t i = 0; i < r->nforeign_libs; i++)
 			printf("                 %-40s %s at most, %" PRIu64 " allocations\n",
 			       r->foreign_libs[i].name,
-			       cli_fmt_bytes(r->foreign_libs[i].peak, b1, sizeof b1),
+			       size_fmt(r->foreign_libs[i].peak, b1, sizeof b1),
 			       r->foreign_libs[i].allocs);
 		printf("device peak      %s (reserved + outside; nvidia-smi adds the CUDA context)\n",
-		       cli_fmt_bytes(r->device_peak, b1, sizeof b1));
+		       size_fmt(r->device_peak, b1, sizeof b1));
 	}
 	printf("device calls     %" PRIu64 " allocs/maps, %" PRIu64 " frees/unmaps\n",
 	       r->device_allocs, r->device_frees);
 	if (r->oom) {
 		printf("OOM              %" PRIu64 " failed request(s); first at line %" PRIu64
 		       ": %s with %s allocated, %s reserved\n", r->num_ooms, r->oom_line,
-		       cli_fmt_bytes(r->oom_bytes, b1, sizeof b1),
-		       cli_fmt_bytes(r->oom_allocated, b2, sizeof b2),
-		       cli_fmt_bytes(r->oom_reserved, b3, sizeof b3));
+		       size_fmt(r->oom_bytes, b1, sizeof b1),
+		       size_fmt(r->oom_allocated, b2, sizeof b2),
+		       size_fmt(r->oom_reserved, b3, sizeof b3));
 		if (r->oom_largest_free >= 0)
 			printf("                 largest free block %s\n",
-			       cli_fmt_bytes((uint64_t)r->oom_largest_free, b1, sizeof b1));
+			       size_fmt((uint64_t)r->oom_largest_free, b1, sizeof b1));
 		if (r->oom_cached_free >= 0)
 			printf("                 cached free %s\n",
-			       cli_fmt_bytes((uint64_t)r->oom_cached_free, b1, sizeof b1));
+			       size_fmt((uint64_t)r->oom_cached_free, b1, sizeof b1));
 		char why[256];
 		if (!strcmp(r->oom_verdict, "foreign"))
 			cli_oom_explain_foreign(r->oom_bytes, r->oom_allocated, r->oom_foreign,

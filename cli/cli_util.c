@@ -10,22 +10,6 @@
 #include "../device/device.h"
 
 /* Sizes as people read them: binary units, GiB for anything over 1 GiB. */
-const char *cli_fmt_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	int u = 0;
-	while (v >= 1024.0 && u < 4) {
-		v /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-	else
-		snprintf(buf, len, "%.2f %s", v, units[u]);
-	return buf;
-}
-
 int cli_is_help(const char *arg)
 {
 	return arg && (!strcmp(arg, "-h") || !strcmp(arg, "--help"));
@@ -42,25 +26,25 @@ const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allo
 		snprintf(buf, len, "unknown (no verdict stored)");
 	} else if (!strcmp(verdict, "capacity") || !strcmp(verdict, "limit")) {
 		snprintf(buf, len, "%s: %s live + %s requested > %s usable (%s)", verdict,
-			 cli_fmt_bytes(allocated, b1, sizeof b1), cli_fmt_bytes(request, b2, sizeof b2),
-			 cli_fmt_bytes(limit, b3, sizeof b3), what);
+			 size_fmt(allocated, b1, sizeof b1), size_fmt(request, b2, sizeof b2),
+			 size_fmt(limit, b3, sizeof b3), what);
 	} else if (!strcmp(verdict, "foreign")) {
 		/* callers with the foreign figures use cli_oom_explain_foreign */
 		snprintf(buf, len, "foreign: %s live + %s requested fit in %s usable, but memory "
 			 "outside the framework's allocator took the rest of the device",
-			 cli_fmt_bytes(allocated, b1, sizeof b1), cli_fmt_bytes(request, b2, sizeof b2),
-			 limit ? cli_fmt_bytes(limit, b3, sizeof b3) : "unlimited");
+			 size_fmt(allocated, b1, sizeof b1), size_fmt(request, b2, sizeof b2),
+			 limit ? size_fmt(limit, b3, sizeof b3) : "unlimited");
 	} else if (cached_free >= 0 && (uint64_t)cached_free >= request) {
 		snprintf(buf, len, "fragmentation: %s cached free but the largest free block is %s "
-			 "for a request of %s", cli_fmt_bytes((uint64_t)cached_free, b1, sizeof b1),
-			 cli_fmt_bytes(largest_free > 0 ? (uint64_t)largest_free : 0, b2, sizeof b2),
-			 cli_fmt_bytes(request, b3, sizeof b3));
+			 "for a request of %s", size_fmt((uint64_t)cached_free, b1, sizeof b1),
+			 size_fmt(largest_free > 0 ? (uint64_t)largest_free : 0, b2, sizeof b2),
+			 size_fmt(request, b3, sizeof b3));
 	} else {
 		snprintf(buf, len, "fragmentation: %s live + %s requested fit in %s usable (%s), "
-			 "but the %s reserved could not serve it", cli_fmt_bytes(allocated, b1, sizeof b1),
-			 cli_fmt_bytes(request, b2, sizeof b2),
-			 limit ? cli_fmt_bytes(limit, b3, sizeof b3) : "unlimited", what,
-			 cli_fmt_bytes(reserved, b4, sizeof b4));
+			 "but the %s reserved could not serve it", size_fmt(allocated, b1, sizeof b1),
+			 size_fmt(request, b2, sizeof b2),
+			 limit ? size_fmt(limit, b3, sizeof b3) : "unlimited", what,
+			 size_fmt(reserved, b4, sizeof b4));
 	}
 	return buf;
 }
@@ -71,9 +55,9 @@ const char *cli_oom_explain_foreign(uint64_t request, uint64_t allocated, uint64
 	char b1[32], b2[32], b3[32], b4[32];
 	snprintf(buf, len, "foreign: %s live + %s requested fit in the %s device, but %s "
 		 "outside the framework's allocator%s%s%s took the rest",
-		 cli_fmt_bytes(allocated, b1, sizeof b1), cli_fmt_bytes(request, b2, sizeof b2),
-		 capacity ? cli_fmt_bytes(capacity, b4, sizeof b4) : "unlimited",
-		 cli_fmt_bytes(foreign, b3, sizeof b3), top_lib && *top_lib ? " (most in " : "",
+		 size_fmt(allocated, b1, sizeof b1), size_fmt(request, b2, sizeof b2),
+		 capacity ? size_fmt(capacity, b4, sizeof b4) : "unlimited",
+		 size_fmt(foreign, b3, sizeof b3), top_lib && *top_lib ? " (most in " : "",
 		 top_lib && *top_lib ? top_lib : "", top_lib && *top_lib ? ")" : "");
 	return buf;
 }

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "plot.h"
-#include "store.h"
+#include "../sim/plot.h"
+#include "../sim/store.h"
 
 static void usage(FILE *f)
 {

@@ -143,7 +143,7 @@ static void print_row(const char *name, const struct fusion_stats *s)
 	char b[32];
 	printf("%-28s %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %11s %+12" PRId64 " %+7.2f%% %+10.3f %+7.2f%%\n",
 	       name, s->groups, s->kernels_fused, s->buffers_eliminated,
-	       cli_fmt_bytes(s->bytes_eliminated, b, sizeof b),
+	       size_fmt(s->bytes_eliminated, b, sizeof b),
 	       delta(s->peak_after, s->peak_before), pct(s->peak_after, s->peak_before),
 	       (double)delta(s->ktime_after, s->ktime_before) / 1e6,
 	       pct(s->ktime_after, s->ktime_before));
@@ -162,8 +162,8 @@ static void print_text(const char *trace, const char *out, const char *peak_in,
 		printf(": median of %zu element-wise kernels", r->bandwidth_samples);
 	printf(")\n");
 	printf("peak live   %s -> %s (requested bytes, all rules%s%s%s)\n",
-	       cli_fmt_bytes(r->all.peak_before, b1, sizeof b1),
-	       cli_fmt_bytes(r->all.peak_after, b2, sizeof b2), peak_in ? "; inside ranges '" : "",
+	       size_fmt(r->all.peak_before, b1, sizeof b1),
+	       size_fmt(r->all.peak_after, b2, sizeof b2), peak_in ? "; inside ranges '" : "",
 	       peak_in ? peak_in : "", peak_in ? "'" : "");
 	printf("kernel time %.3f ms -> %.3f ms\n\n", r->all.ktime_before / 1e6,
 	       r->all.ktime_after / 1e6);
