@@ -1,0 +1,203 @@
+/*
+ * engine_pipe.c: the engine's reader thread: parses batches of records
+ * ahead of the replay into compact records (see engine.c), marking
+ * allocations outside the framework's allocator on the way.
+ */
+#include "engine_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/vec.h"
+
+int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreign_rule *fr)
+{
+	if (!fr->sub || m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED)
+		return 0;
+	if (m->kind == TMEM_DEVICE_STATIC || m->kind == TMEM_MANAGED_STATIC)
+		return 1;
+	/* no source: nothing says it is not the allocator's */
+	if (m->source == TRACE_NO_STRING)
+		return 0;
+	if (m->source < fr->ncache && fr->cache[m->source])
+		return fr->cache[m->source] == 2;
+	const char *s = trace_reader_string(rd, m->source);
+	int foreign = s && !strstr(s, fr->sub);
+	size_t old = fr->ncache;
+	if (VEC_RESERVE(fr->cache, fr->ncache, (size_t)m->source + 1, 256) < 0)
+		return foreign; /* uncached: asked again next time */
+	memset(fr->cache + old, 0, fr->ncache - old);
+	fr->cache[m->source] = foreign ? 2 : 1;
+	return foreign;
+}
+
+/* Keep what the replay reads of REC. */
+int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, size_t ncache)
+{
+	if (id == TRACE_NO_STRING)
+		return 0;
+	if (id < ncache && cache[id])
+		return cache[id] == 2;
+	const char *s = trace_reader_string(rd, id);
+	int lib = s && (strstr(s, "libcudnn") || strstr(s, "libcublas"));
+	if (id < ncache)
+		cache[id] = lib ? 2 : 1;
+	return lib;
+}
+
+void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader *rd,
+		      uint8_t *libc, size_t nlibc, struct foreign_rule *fr)
+{
+	er->type = rec->type;
+	er->start = rec->start;
+	er->end = rec->end;
+	er->line = rec->line;
+	switch (rec->type) {
+	case TREC_ALLOC:
+	case TREC_FREE:
+		er->u.mem = rec->u.mem;
+		er->u.mem.flags &= ~(ENG_F_LIB | ENG_F_FOREIGN);
+		if (rec->type == TREC_ALLOC && is_lib_source(rd, rec->u.mem.source, libc, nlibc))
+			er->u.mem.flags |= ENG_F_LIB;
+		if (fr->sub && rec->type == TREC_ALLOC && is_foreign(rd, &rec->u.mem, fr))
+			er->u.mem.flags |= ENG_F_FOREIGN;
+		break;
+	case TREC_KERNEL:
+		er->u.kern.stream = rec->u.kernel.stream;
+		er->u.kern.corr = rec->u.kernel.corr;
+		break;
+	case TREC_MEMCPY:
+	case TREC_MEMSET:
+		er->u.copy = rec->u.copy;
+		break;
+	case TREC_SYNC:
+		er->u.sync = rec->u.sync;
+		break;
+	case TREC_CONTROL:
+		er->u.control = rec->u.control;
+		break;
+	case TREC_SEGMENT:
+		er->u.segment = rec->u.segment;
+		break;
+	case TREC_RANGE:
+		er->u.rname = trace_reader_string(rd, rec->u.range.name);
+		er->u.rdepth = rec->u.range.depth;
+		break;
+	case TREC_API:
+		er->u.api.kind = cost_api_kind(trace_reader_string(rd, rec->u.api.name));
+		er->u.api.corr = rec->u.api.corr;
+		break;
+	default:
+		break;
+	}
+}
+
+void *pipe_main(void *arg)
+{
+	struct rec_pipe *p = arg;
+	struct trace_rec rec;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (p->count == PIPE_NBATCH && !p->stop)
+			pthread_cond_wait(&p->cv_empty, &p->mu);
+		int stop = p->stop;
+		struct rec_batch *b = &p->b[p->tail];
+		pthread_mutex_unlock(&p->mu);
+		if (stop)
+			return NULL;
+		int rc = TRACE_OK;
+		size_t n = 0;
+		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &rec)) == TRACE_OK)
+			erec_from(&b->recs[n++], &rec, p->rd, p->libc, sizeof p->libc, &p->fr);
+		b->n = n;
+		b->rc = rc;
+		pthread_mutex_lock(&p->mu);
+		p->tail = (p->tail + 1) % PIPE_NBATCH;
+		p->count++;
+		pthread_cond_signal(&p->cv_full);
+		pthread_mutex_unlock(&p->mu);
+		if (rc != TRACE_OK)
+			return NULL;
+	}
+}
+
+int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const char *fsub)
+{
+	memset(p, 0, sizeof *p);
+	p->rd = rd;
+	p->fr.sub = fsub;
+	for (int i = 0; i < PIPE_NBATCH; i++) {
+		p->b[i].recs = malloc(PIPE_BATCH * sizeof *p->b[i].recs);
+		if (!p->b[i].recs)
+			goto fail;
+	}
+	if (pthread_mutex_init(&p->mu, NULL) != 0)
+		goto fail;
+	if (pthread_cond_init(&p->cv_full, NULL) != 0) {
+		pthread_mutex_destroy(&p->mu);
+		goto fail;
+	}
+	if (pthread_cond_init(&p->cv_empty, NULL) != 0) {
+		pthread_cond_destroy(&p->cv_full);
+		pthread_mutex_destroy(&p->mu);
+		goto fail;
+	}
+	if (pthread_create(&p->th, NULL, pipe_main, p) != 0) {
+		pthread_cond_destroy(&p->cv_empty);
+		pthread_cond_destroy(&p->cv_full);
+		pthread_mutex_destroy(&p->mu);
+		goto fail;
+	}
+	p->started = 1;
+	return 0;
+fail:
+	for (int i = 0; i < PIPE_NBATCH; i++)
+		free(p->b[i].recs);
+	free(p->fr.cache);
+	p->fr.cache = NULL;
+	return -1;
+}
+
+/* The next filled batch (blocks until the reader has one). */
+struct rec_batch *pipe_take(struct rec_pipe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	while (p->count == 0)
+		pthread_cond_wait(&p->cv_full, &p->mu);
+	struct rec_batch *b = &p->b[p->head];
+	pthread_mutex_unlock(&p->mu);
+	return b;
+}
+
+void pipe_release(struct rec_pipe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->head = (p->head + 1) % PIPE_NBATCH;
+	p->count--;
+	pthread_cond_signal(&p->cv_empty);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Stop the reader (if still running) and wait for it: afterwards the
+ * reader belongs to the engine thread again. */
+void pipe_stop(struct rec_pipe *p)
+{
+	if (!p->started)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->cv_empty);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	pthread_cond_destroy(&p->cv_empty);
+	pthread_cond_destroy(&p->cv_full);
+	pthread_mutex_destroy(&p->mu);
+	for (int i = 0; i < PIPE_NBATCH; i++)
+		free(p->b[i].recs);
+	free(p->fr.cache);
+	p->fr.cache = NULL;
+	p->started = 0;
+}
+
