@@ -10,7 +10,10 @@
 NVCC          ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ARCH     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 CAPTURE_LIB   := $(BUILD)/libgpumemsim_capture.so
-CAPTURE_SRCS  := capture/inject.c capture/convert.c traces/trace_writer.c \
+# The injection library, split by concern (capture/inject_int.h lists the files).
+INJECT_SRCS   := capture/inject.c capture/inject_header.c capture/inject_activity.c \
+		 capture/inject_links.c capture/inject_callbacks.c capture/inject_writer.c
+CAPTURE_SRCS  := $(INJECT_SRCS) capture/convert.c traces/trace_writer.c \
 		 traces/trace_names.c base/u64map.c base/vec.c
 CAPTURE_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC \
 		 -fvisibility=hidden -I$(CUDA_HOME)/include
@@ -22,10 +25,14 @@ PROBE_BIN     := $(BUILD)/gpu_probe
 PROBE_CHECK   := $(BUILD)/gpu_probe_check
 PROBE_MODULES := $(BUILD)/gpu_probe_modules
 
-# The converter is plain C: part of the simulator library, so tests link it.
-$(LIBSIM): $(BUILD)/capture/convert.o
+# The converter and the launcher (capture/launcher.c: environment, fork,
+# wait, report; `gpumemsim capture` parses its arguments in cli/) are plain
+# C: part of the simulator library, so the binary and the tests link them.
+$(LIBSIM): $(BUILD)/capture/convert.o $(BUILD)/capture/launcher.o
+-include $(BUILD)/capture/convert.d $(BUILD)/capture/launcher.d
 
-$(CAPTURE_LIB): $(CAPTURE_SRCS) capture/convert.h capture/capture.mk traces/trace.h
+$(CAPTURE_LIB): $(CAPTURE_SRCS) capture/inject_int.h capture/convert.h capture/capture.mk \
+		traces/trace.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CAPTURE_CFLAGS) -shared -o $@ $(CAPTURE_SRCS) $(CAPTURE_LIBS) \
 	  -Wl,--version-script=capture/exports.map
@@ -46,13 +53,15 @@ $(PROBE_CHECK): capture/tests/gpu_probe_check.c $(LIBSIM)
 gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK) $(PROBE_MODULES)
 	sh capture/tests/gpu_test.sh $(BUILD)
 
-# CUPTI-record tests: hand-built CUpti_Activity* structs through inject.c's
-# conversion. Needs the toolkit's headers, no GPU: the driver stub answers
-# the (never made) CUDA calls, so it runs on the build machines too.
+# CUPTI-record tests: hand-built CUpti_Activity* structs through the
+# injection library's conversion and callbacks (linked from its sources, the
+# functions it calls declared in capture/inject_int.h). Needs the toolkit's
+# headers, no GPU: the driver stub answers the (never made) CUDA calls, so
+# it runs on the build machines too.
 CUPTI_TEST_BIN := $(BUILD)/test_capture_cupti
-CUPTI_TEST_SRCS := tests/test_capture_cupti.c capture/convert.c traces/trace_writer.c \
-		   traces/trace_names.c base/u64map.c base/vec.c
-$(CUPTI_TEST_BIN): $(CUPTI_TEST_SRCS) capture/inject.c capture/convert.h capture/capture.mk
+CUPTI_TEST_SRCS := tests/test_capture_cupti.c $(CAPTURE_SRCS)
+$(CUPTI_TEST_BIN): $(CUPTI_TEST_SRCS) capture/inject_int.h capture/convert.h capture/capture.mk \
+		   traces/trace.h
 	@mkdir -p $(BUILD)/cuda-stubs
 	ln -sf $(CUDA_HOME)/lib64/stubs/libcuda.so $(BUILD)/cuda-stubs/libcuda.so.1
 	$(CC) $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE -Wall -Wextra -DGPUMEMSIM_CUPTI_TEST \

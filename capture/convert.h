@@ -1,10 +1,10 @@
 /*
  * convert.h: from capture records to trace records, with no CUDA.
  *
- * The CUPTI library (inject.c) turns each activity record into a neutral
- * struct cap_rec and pushes it here; kernel-to-buffer links seen in launch
- * callbacks arrive separately, keyed by the launch's correlation id. This
- * module owns what must be right whatever CUDA does:
+ * The CUPTI library (inject_activity.c) turns each activity record into a
+ * neutral struct cap_rec and pushes it here; kernel-to-buffer links seen in
+ * launch callbacks arrive separately, keyed by the launch's correlation id.
+ * This module owns what must be right whatever CUDA does:
  *  - records arrive out of order and in bursts: a reorder buffer (a min-heap
  *    on start time, then arrival order) releases them in time order up to a
  *    watermark the caller chooses;

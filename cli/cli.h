@@ -12,6 +12,7 @@
 
 #include "../base/size.h"
 #include "../base/version.h"
+#include "../sim/oom_text.h"
 
 #define EXIT_USAGE 2
 
@@ -34,25 +35,6 @@ int cmd_explain(int argc, char **argv);   /* explain batch T1 T2 ...: why peak m
 int cmd_fuse(int argc, char **argv);      /* fuse TRACE --rules FILE -o OUT: kernel-fusion what-if */
 
 
-/*
- * One sentence explaining an OOM verdict ("capacity", "limit",
- * "fragmentation": sim_oom_verdict) from the figures stored with the run:
- * the request, live (allocated) and reserved bytes, the usable limit and
- * capacity, the policy's largest free block and cached free bytes (-1:
- * unknown). Returns BUF.
- */
-const char *cli_oom_explain(const char *verdict, uint64_t request, uint64_t allocated,
-			    uint64_t reserved, uint64_t limit, uint64_t capacity,
-			    int64_t largest_free, int64_t cached_free, char *buf, size_t len);
-
-/*
- * The "foreign" verdict (sim_oom_verdict_foreign): the framework's live
- * bytes and the request fit the device, memory outside its allocator
- * (FOREIGN bytes, most of it held by TOP_LIB, may be "") did not leave
- * room. Returns BUF.
- */
-const char *cli_oom_explain_foreign(uint64_t request, uint64_t allocated, uint64_t foreign,
-				    uint64_t capacity, const char *top_lib, char *buf, size_t len);
 
 /* Option values run and sweep share: 0 with *OUT set, or EXIT_USAGE after a
  * message naming CMD and the value. */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../traces/fusion.h"
+#include "../whatif/fusion.h"
 #include "cli.h"
 #include "../base/json.h"
 

@@ -1,13 +1,14 @@
 /*
  * cmd_plot.c: `gpumemsim plot KIND`: one figure from the results database,
- * drawn by gnuplot (sim/plot.c has the figures and their conventions).
+ * drawn by gnuplot (plots/plot.c has the figures' conventions, plots/plot_KIND.c
+ * each figure).
  */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "../sim/plot.h"
+#include "../plots/plot.h"
 #include "../sim/store.h"
 
 static void usage(FILE *f)

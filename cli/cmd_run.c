@@ -347,10 +347,10 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 			       size_fmt((uint64_t)r->oom_cached_free, b1, sizeof b1));
 		char why[256];
 		if (!strcmp(r->oom_verdict, "foreign"))
-			cli_oom_explain_foreign(r->oom_bytes, r->oom_allocated, r->oom_foreign,
+			oom_explain_foreign(r->oom_bytes, r->oom_allocated, r->oom_foreign,
 						r->capacity, r->oom_foreign_lib, why, sizeof why);
 		else
-			cli_oom_explain(r->oom_verdict, r->oom_bytes, r->oom_allocated,
+			oom_explain(r->oom_verdict, r->oom_bytes, r->oom_allocated,
 					r->oom_reserved, r->oom_limit, r->capacity,
 					r->oom_largest_free, r->oom_cached_free, why, sizeof why);
 		printf("                 verdict: %s\n", why);

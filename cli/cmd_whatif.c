@@ -1,7 +1,7 @@
 /*
  * cmd_whatif.c: `gpumemsim whatif batch --from T1 T2 [T3...] --batch N -o TRACE`:
  * synthesise the trace of a workload at a batch size that was not captured,
- * from captures at other batch sizes (traces/batch_fit.h does the work).
+ * from captures at other batch sizes (whatif/batch_fit.h does the work).
  *
  * The fit quality goes to stderr (or, with --json, one object to stdout) so
  * the user sees how far to trust the synthesised trace: how many sites were
@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../traces/batch_fit.h"
+#include "../whatif/batch_fit.h"
+#include "../whatif/captures.h"
 #include "cli.h"
 #include "cmd_whatif.h"
 #include "../base/json.h"
@@ -150,13 +151,9 @@ void whatif_print_report(const struct bf_report *r, uint64_t batch, int json, FI
 int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t)
 {
 	char err[1024];
-	for (size_t i = 0; i < n; i++) {
-		if (bf_load(paths[i], &t[i], err, sizeof err) < 0) {
-			fprintf(stderr, "gpumemsim %s: %s\n", cmd, err);
-			for (size_t k = 0; k < i; k++)
-				bf_free(t[k]);
-			return -1;
-		}
+	if (whatif_load_captures(paths, n, t, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim %s: %s\n", cmd, err);
+		return -1;
 	}
 	return 0;
 }

@@ -1,15 +1,16 @@
 /*
  * cmd_whatif.h: what the batch what-if commands (whatif, maxbatch, explain)
- * share: loading the captures and printing the fit report.
+ * share: loading the captures (whatif/captures.h) with the message printed,
+ * printing the fit report, and the policy named on the command line.
  */
-#ifndef SIM_CMD_WHATIF_H
-#define SIM_CMD_WHATIF_H
+#ifndef CLI_CMD_WHATIF_H
+#define CLI_CMD_WHATIF_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../traces/batch_fit.h"
+#include "../whatif/batch_fit.h"
 
 /* Load N captures into T; 0, or -1 with the message printed (CMD prefix). */
 int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t);
@@ -23,4 +24,4 @@ struct alloc_policy;
  * (CMD prefix). In cmd_maxbatch.c. */
 const struct alloc_policy *whatif_policy(const char *cmd, const char *name);
 
-#endif /* SIM_CMD_WHATIF_H */
+#endif /* CLI_CMD_WHATIF_H */

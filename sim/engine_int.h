@@ -332,6 +332,11 @@ struct rec_pipe {
 };
 
 /* engine.c */
+void add_event(struct engine *e, enum sim_event_kind kind, uint64_t t, uint64_t bytes, uint64_t line, const char *detail);
+void drain_until(struct engine *e, uint64_t t);
+void ranges_end(struct engine *e, uint64_t until, uint64_t now);
+void step_close(struct engine *e, uint64_t t);
+void final_stat(void *ctx, const char *name, int64_t value);
 void pk_note_free(struct engine *e, const struct live_ent *le, uint64_t t);
 int is_step_name(const char *n);
 
@@ -350,6 +355,16 @@ int pk_item_cmp(const void *a, const void *b);
 int pk_layer_cmp(const void *a, const void *b);
 void pk_row(struct sim_result *r, uint32_t rank, enum sim_live_kind kind, uint64_t bytes, uint64_t count, uint64_t line, const char *layer);
 void pk_finish(struct engine *e);
+
+/* engine_result.c */
+int copy_identity(struct engine *e, char *err, size_t errlen);
+void insert_peak_event(struct engine *e);
+void flib_name(struct engine *e, const struct flib *l, char *buf, size_t len);
+int flib_cmp(const void *a, const void *b);
+int foreign_finish(struct engine *e);
+int finish(struct engine *e, char *err, size_t errlen);
+int prepass(struct engine *e, char *err, size_t errlen);
+int launch_prepass(struct engine *e, char *err, size_t errlen);
 
 /* engine_pipe.c */
 int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreign_rule *fr);

@@ -1,5 +1,5 @@
 /*
- * test_batch_fit.c: the batch-size what-if transform (traces/batch_fit.c)
+ * test_batch_fit.c: the batch-size what-if transform (whatif/batch_fit_*.c)
  * on synthetic captures at batch 8, 16 and 32 whose ground truth is known:
  * a constant site (weights), linear sites (activations), a non-linear
  * workspace inside a layer's NVTX range; plus a misaligned capture.
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../traces/batch_fit.h"
+#include "../whatif/batch_fit.h"
 #include "../traces/trace.h"
 #include "helpers.h"
 

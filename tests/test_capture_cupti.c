@@ -4,14 +4,17 @@
  *
  * Needs the CUDA toolkit's headers, so it compiles to nothing in `make test`
  * (no -I for CUDA there); `make capture-test` (capture/capture.mk) builds it
- * with the headers, including capture/inject.c itself so its static
- * conversion functions are reachable, and runs it on any machine.
+ * with the headers, linked with the injection library's sources (the
+ * functions and state it reaches are declared in capture/inject_int.h), and
+ * runs it on any machine.
  */
 #if defined(GPUMEMSIM_CUPTI_TEST) && __has_include(<cupti.h>)
 
 #include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "../capture/inject.c"
+#include "../capture/inject_int.h"
 
 struct cupti_sink {
 	struct trace_rec recs[32];

@@ -1,5 +1,5 @@
 /*
- * test_fusion.c: the fusion what-if (traces/fusion.c) on synthetic traces
+ * test_fusion.c: the fusion what-if (whatif/fusion.c) on synthetic traces
  * with kernel-to-buffer links whose answer is known, its rule files, and
  * `gpumemsim fuse` through the binary.
  */
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../traces/fusion.h"
+#include "../whatif/fusion.h"
 #include "../traces/trace.h"
 #include "helpers.h"
 

@@ -9,8 +9,8 @@
  * duration drops by the traffic it no longer makes (written once, read once)
  * at a bandwidth measured from the trace or given. See docs/fusion.md.
  */
-#ifndef TRACES_FUSION_H
-#define TRACES_FUSION_H
+#ifndef WHATIF_FUSION_H
+#define WHATIF_FUSION_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -96,4 +96,4 @@ int fusion_apply(const char *in, const char *out, const struct fusion_rules *rs,
 		 char *err, size_t errlen);
 void fusion_report_free(struct fusion_report *rep);
 
-#endif /* TRACES_FUSION_H */
+#endif /* WHATIF_FUSION_H */

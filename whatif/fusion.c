@@ -29,7 +29,7 @@
 
 #include "../base/u64map.h"
 #include "../base/vec.h"
-#include "trace.h"
+#include "../traces/trace.h"
 
 #define NONE UINT32_MAX
 #define FUSED_NAME_MAX 4096

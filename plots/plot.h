@@ -9,13 +9,13 @@
  * when gnuplot succeeded: it writes OUT.tmp.PID, renamed into place.
  * The same database gives the same script and data files byte for byte.
  */
-#ifndef SIM_PLOT_H
-#define SIM_PLOT_H
+#ifndef PLOTS_PLOT_H
+#define PLOTS_PLOT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "../sim/store.h"
 
 enum plot_kind {
 	PLOT_TIMELINE = 0, /* allocated and reserved over time, one trace, each policy */
@@ -94,4 +94,4 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 /* "pytorch expandable_segments:True" or "pytorch (default)", into BUF. */
 const char *plot_run_setting(const struct plot_run *r, char *buf, size_t len);
 
-#endif /* SIM_PLOT_H */
+#endif /* PLOTS_PLOT_H */

@@ -10,9 +10,12 @@
  * the capture nearest to it. The same in-memory traces give the live-set
  * analysis used by `maxbatch` and `explain batch` (what is live at a given
  * line, split into workspaces, framework memory and foreign libraries).
+ *
+ * One file a stage: batch_fit_load.c, batch_fit_align.c, batch_fit_fit.c,
+ * batch_fit_synth.c, batch_fit_live.c (what they share: batch_fit_int.h).
  */
-#ifndef TRACES_BATCH_FIT_H
-#define TRACES_BATCH_FIT_H
+#ifndef WHATIF_BATCH_FIT_H
+#define WHATIF_BATCH_FIT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -113,4 +116,4 @@ struct bf_live {
  * LINE == 0 means at the peak of live requested bytes. */
 int bf_live_at(const struct bf_trace *t, uint64_t line, struct bf_live *out);
 
-#endif /* TRACES_BATCH_FIT_H */
+#endif /* WHATIF_BATCH_FIT_H */

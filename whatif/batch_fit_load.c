@@ -1,0 +1,382 @@
+/*
+ * batch_fit_load.c: the batch-size what-if, stage 1: a capture into memory
+ * (batch_fit.h; what the stages share: batch_fit_int.h). The records in a
+ * compact form (kernel links in a side pool), the strings and the header;
+ * derived from them the allocation sites, the record of each site's free,
+ * the innermost NVTX range of each allocation, the workspace, search and
+ * foreign flags, and the memory events alignment works on.
+ */
+#include "batch_fit_int.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/u64map.h"
+
+/* ------------------------------------------------------------- helpers */
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int has_ci(const char *s, const char *needle)
+{
+	if (!s)
+		return 0;
+	size_t n = strlen(needle);
+	for (; *s; s++)
+		if (!strncasecmp(s, needle, n))
+			return 1;
+	return 0;
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suf);
+	return s && a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Libraries whose memory does not go through the framework's allocator. */
+static int is_foreign_lib(const char *src)
+{
+	static const char *const libs[] = {"cudnn", "cublas", "cufft", "cusparse", "cusolver",
+					   "curand", "nccl", "cutlass", "nvjpeg", NULL};
+	for (int i = 0; libs[i]; i++)
+		if (has_ci(src, libs[i]))
+			return 1;
+	return 0;
+}
+
+void bf_header_free(struct trace_header *h)
+{
+	free(h->producer);
+	free(h->producer_version);
+	free(h->gpu);
+	free(h->compute_capability);
+	free(h->driver);
+	free(h->cuda);
+	free(h->cupti);
+	free(h->cudnn);
+	free(h->command);
+	for (size_t i = 0; i < h->nlabels; i++) {
+		free(h->labels[i].key);
+		free(h->labels[i].value);
+	}
+	free(h->labels);
+	memset(h, 0, sizeof *h);
+}
+
+int bf_header_copy(struct trace_header *d, const struct trace_header *s)
+{
+	memset(d, 0, sizeof *d);
+	d->version = s->version;
+	d->total_memory = s->total_memory;
+	d->producer = xstrdup(s->producer);
+	d->producer_version = xstrdup(s->producer_version);
+	d->gpu = xstrdup(s->gpu);
+	d->compute_capability = xstrdup(s->compute_capability);
+	d->driver = xstrdup(s->driver);
+	d->cuda = xstrdup(s->cuda);
+	d->cupti = xstrdup(s->cupti);
+	d->cudnn = xstrdup(s->cudnn);
+	d->command = xstrdup(s->command);
+	if (s->nlabels) {
+		d->labels = calloc(s->nlabels, sizeof *d->labels);
+		if (!d->labels)
+			return -1;
+		d->nlabels = s->nlabels;
+		for (size_t i = 0; i < s->nlabels; i++) {
+			d->labels[i].key = xstrdup(s->labels[i].key);
+			d->labels[i].value = xstrdup(s->labels[i].value);
+			if (!d->labels[i].key || !d->labels[i].value)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- load */
+
+/* Sites, frees, NVTX context, workspace and foreign flags, events. */
+static int derive(struct bf_trace *t)
+{
+	struct u64map live;
+	size_t *stack = NULL, nstack = 0;
+	int ret = -1;
+
+	u64map_init(&live);
+	for (size_t i = 0; i < t->nrec; i++) {
+		if (t->rec[i].type == TREC_ALLOC)
+			t->nalloc++;
+		else if (t->rec[i].type == TREC_KERNEL)
+			t->nkern++;
+	}
+	size_t na = t->nalloc ? t->nalloc : 1;
+	t->alloc_rec = calloc(na, sizeof *t->alloc_rec);
+	t->alloc_range = calloc(na, sizeof *t->alloc_range);
+	t->alloc_free_rec = calloc(na, sizeof *t->alloc_free_rec);
+	t->alloc_ws = calloc(na, 1);
+	t->alloc_search = calloc(na, 1);
+	t->alloc_foreign = calloc(na, 1);
+	t->free_site = calloc(t->nrec ? t->nrec : 1, sizeof *t->free_site);
+	t->ev = calloc(t->nrec ? t->nrec : 1, sizeof *t->ev);
+	t->kern = calloc(t->nkern ? t->nkern : 1, sizeof *t->kern);
+	stack = calloc(t->nrec ? t->nrec : 1, sizeof *stack);
+	uint64_t *range_end = calloc(na, sizeof *range_end);
+	if (!t->alloc_rec || !t->alloc_range || !t->alloc_free_rec || !t->alloc_ws || !t->alloc_search ||
+	    !t->alloc_foreign || !t->free_site || !t->ev || !t->kern || !stack || !range_end)
+		goto out;
+	size_t site = 0, nk = 0;
+	for (size_t i = 0; i < t->nrec; i++) {
+		const struct bf_rec *r = &t->rec[i];
+		t->free_site[i] = NO_IDX;
+		/* drop every range that has ended (not only the top: a range
+		 * written late can sit above one that is still open) */
+		size_t keep = 0;
+		for (size_t s = 0; s < nstack; s++)
+			if (t->rec[stack[s]].end >= r->start)
+				stack[keep++] = stack[s];
+		nstack = keep;
+		if (r->type == TREC_RANGE) {
+			/* innermost = deepest: a capture may write an outer range
+			 * (e.g. "step 0") after the layer ranges inside it with a
+			 * clamped start, so order by depth, not by arrival */
+			size_t at = nstack;
+			while (at > 0 && t->rec[stack[at - 1]].u.range.depth > r->u.range.depth) {
+				stack[at] = stack[at - 1];
+				at--;
+			}
+			stack[at] = i;
+			nstack++;
+		} else if (r->type == TREC_KERNEL) {
+			t->kern[nk++] = i;
+		} else if (r->type == TREC_ALLOC) {
+			t->alloc_rec[site] = i;
+			t->alloc_free_rec[site] = NO_IDX;
+			if (nstack) {
+				const struct bf_rec *rg = &t->rec[stack[nstack - 1]];
+				t->alloc_range[site] = rg->u.range.name;
+				range_end[site] = rg->end;
+			} else {
+				t->alloc_range[site] = TRACE_NO_STRING;
+				range_end[site] = 0;
+			}
+			const char *src = tstr(t, r->u.mem.source);
+			t->alloc_foreign[site] = (uint8_t)is_foreign_lib(src);
+			if (u64map_put(&live, r->u.mem.addr, site) < 0)
+				goto out;
+			t->ev[t->nev++] = (struct bf_event){'a', i, site};
+			site++;
+		} else if (r->type == TREC_FREE) {
+			uint64_t s;
+			size_t fs = NO_IDX;
+			if (u64map_del(&live, r->u.mem.addr, &s) == 1)
+				fs = (size_t)s;
+			t->free_site[i] = fs;
+			if (fs != NO_IDX)
+				t->alloc_free_rec[fs] = i;
+			t->ev[t->nev++] = (struct bf_event){'f', i, fs};
+		}
+	}
+	for (size_t s = 0; s < t->nalloc; s++) {
+		const struct bf_rec *a = &t->rec[t->alloc_rec[s]];
+		const char *rname = tstr(t, t->alloc_range[s]);
+		const char *src = tstr(t, a->u.mem.source);
+		int ws = has_ci(src, "cudnn") || has_ci(src, "cublas");
+		if (!ws && rname && (ends_with(rname, ".fwd") || ends_with(rname, ".bwd") ||
+				     has_ci(rname, "workspace"))) {
+			size_t fr = t->alloc_free_rec[s];
+			ws = fr != NO_IDX && t->rec[fr].start <= range_end[s];
+		}
+		t->alloc_ws[s] = (uint8_t)ws;
+	}
+	/* the warm-up step: what comes before the first "step 1" range */
+	uint64_t steady_at = 0;
+	for (size_t i = 0; i < t->nrec && !steady_at; i++)
+		if (t->rec[i].type == TREC_RANGE && streq_null(tstr(t, t->rec[i].u.range.name), "step 1"))
+			steady_at = t->rec[i].start;
+	for (size_t s = 0; s < t->nalloc; s++)
+		t->alloc_search[s] = (uint8_t)(t->alloc_ws[s] && t->rec[t->alloc_rec[s]].start < steady_at);
+	ret = 0;
+out:
+	free(range_end);
+	free(stack);
+	u64map_free(&live);
+	return ret;
+}
+
+static int push_rec(struct bf_trace *t, size_t *cap, const struct trace_rec *in)
+{
+	if (t->nrec == *cap) {
+		size_t nc = *cap ? *cap * 2 : 4096;
+		struct bf_rec *n = realloc(t->rec, nc * sizeof *n);
+		if (!n)
+			return -1;
+		t->rec = n;
+		*cap = nc;
+	}
+	struct bf_rec *r = &t->rec[t->nrec++];
+	memset(r, 0, sizeof *r);
+	r->type = in->type;
+	r->start = in->start;
+	r->end = in->end;
+	r->line = in->line;
+	switch (in->type) {
+	case TREC_ALLOC:
+	case TREC_FREE: r->u.mem = in->u.mem; break;
+	case TREC_KERNEL: {
+		const struct trace_kernel *k = &in->u.kernel;
+		r->u.k.stream = k->stream;
+		r->u.k.name = k->name;
+		memcpy(r->u.k.grid, k->grid, sizeof k->grid);
+		memcpy(r->u.k.block, k->block, sizeof k->block);
+		r->u.k.regs = k->regs;
+		r->u.k.smem = k->smem;
+		r->u.k.corr = k->corr;
+		r->u.k.graph = k->graph;
+		r->u.k.graph_node = k->graph_node;
+		r->u.k.nlinks = k->nlinks;
+		r->u.k.link_off = t->nlinks;
+		if (k->nlinks) {
+			uint64_t *nl = realloc(t->links, (t->nlinks + k->nlinks) * sizeof *nl);
+			if (!nl)
+				return -1;
+			t->links = nl;
+			memcpy(t->links + t->nlinks, k->links, k->nlinks * sizeof *nl);
+			t->nlinks += k->nlinks;
+		}
+		break;
+	}
+	case TREC_MEMCPY:
+	case TREC_MEMSET: r->u.copy = in->u.copy; break;
+	case TREC_SYNC: r->u.sync = in->u.sync; break;
+	case TREC_RANGE: r->u.range = in->u.range; break;
+	case TREC_API: r->u.api = in->u.api; break;
+	case TREC_CONTROL: r->u.control = in->u.control; break;
+	case TREC_SEGMENT: r->u.segment = in->u.segment; break;
+	default: break;
+	}
+	return 0;
+}
+
+/* Whole trace into memory; see batch_fit.h. */
+int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen)
+{
+	struct trace_reader *r = NULL;
+	struct bf_trace *t = calloc(1, sizeof *t);
+	struct trace_rec rec;
+	size_t cap = 0;
+	int ret = -1;
+
+	*out = NULL;
+	if (!t || !(t->path = strdup(path))) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	r = trace_reader_open(path);
+	if (!r) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	if (trace_reader_status(r) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(r));
+		goto out;
+	}
+	if (bf_header_copy(&t->hdr, trace_reader_header(r)) < 0) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	int rc;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
+		if (push_rec(t, &cap, &rec) < 0) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			goto out;
+		}
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(r));
+		goto out;
+	}
+	t->nstr = trace_reader_nstrings(r);
+	t->str = calloc(t->nstr ? t->nstr : 1, sizeof *t->str);
+	if (!t->str)
+		goto nomem;
+	for (uint32_t i = 0; i < t->nstr; i++) {
+		const char *s = trace_reader_string(r, i);
+		if (!(t->str[i] = strdup(s ? s : "")))
+			goto nomem;
+	}
+	const char *b = bf_label(t, "batch");
+	char *end;
+	if (!b || !*b) {
+		snprintf(err, errlen, "%s: no 'L batch=N' label: the batch size of a capture must be "
+			 "recorded (gpumemsim capture --label batch=N)", path);
+		goto out;
+	}
+	unsigned long long bv = strtoull(b, &end, 10);
+	if (*end || bv == 0 || !isdigit((unsigned char)*b)) {
+		snprintf(err, errlen, "%s: label batch='%s' is not a positive integer", path, b);
+		goto out;
+	}
+	t->batch = bv;
+	if (derive(t) < 0)
+		goto nomem;
+	*out = t;
+	t = NULL;
+	ret = 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "%s: out of memory", path);
+out:
+	trace_reader_close(r);
+	bf_free(t);
+	return ret;
+}
+
+/* Release a loaded trace. */
+void bf_free(struct bf_trace *t)
+{
+	if (!t)
+		return;
+	free(t->path);
+	bf_header_free(&t->hdr);
+	for (uint32_t i = 0; t->str && i < t->nstr; i++)
+		free(t->str[i]);
+	free(t->str);
+	free(t->rec);
+	free(t->links);
+	free(t->alloc_rec);
+	free(t->alloc_range);
+	free(t->alloc_free_rec);
+	free(t->alloc_ws);
+	free(t->alloc_search);
+	free(t->alloc_foreign);
+	free(t->free_site);
+	free(t->ev);
+	free(t->kern);
+	free(t);
+}
+
+/* The capture's batch size (its label). */
+uint64_t bf_batch(const struct bf_trace *t)
+{
+	return t->batch;
+}
+
+/* The path the trace was loaded from. */
+const char *bf_path(const struct bf_trace *t)
+{
+	return t->path;
+}
+
+/* A label's value, or NULL. */
+const char *bf_label(const struct bf_trace *t, const char *key)
+{
+	for (size_t i = 0; i < t->hdr.nlabels; i++)
+		if (!strcmp(t->hdr.labels[i].key, key))
+			return t->hdr.labels[i].value;
+	return NULL;
+}
