@@ -1,6 +1,6 @@
 /*
  * cmd_fuse.c: `gpumemsim fuse TRACE [--rules FILE] [--rule NAME...] [-o OUT]`:
- * the kernel-fusion what-if (traces/fusion.h does the work). Prints, per
+ * the kernel-fusion what-if (whatif/fusion.h does the work). Prints, per
  * rule (alone) and for all rules together, the kernels fused, buffers and
  * bytes eliminated, and the predicted change in peak live bytes and in
  * total kernel time; writes the fused trace for `gpumemsim run`.

@@ -86,7 +86,7 @@ void device_set_time(struct sim_device *d, uint64_t t);
 void device_note_recorded(struct sim_device *d, uint32_t op, uint64_t addr, uint64_t bytes);
 void device_get_counters(const struct sim_device *d, struct device_counters *c);
 
-/* Timing (sim/cost.h): with a model set, every device call adds its host
+/* Timing (device/cost.h): with a model set, every device call adds its host
  * cost, and a free asks for a device-wide sync, both pending until the
  * engine takes them after the policy call. NULL (the default) costs nothing. */
 struct cost_model;

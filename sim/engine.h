@@ -46,7 +46,7 @@ struct sim_options {
 	int progress;                   /* progress on stderr for long traces */
 	device_log_fn device_log;       /* optional: every device action (validation) */
 	void *device_log_ctx;
-	/* Timing model (sim/cost.h, docs/timing.md): NULL keeps the plain
+	/* Timing model (device/cost.h, docs/timing.md): NULL keeps the plain
 	 * replay (recorded host times, delay only from longer syncs). Set, the
 	 * recorded durations of memory API calls are removed and the policy's
 	 * costs (device calls, cudaFree's device-wide sync, cache hits) added. */

@@ -1,5 +1,5 @@
 /*
- * test_conf.c: conf-string parsing in PyTorch syntax (policies/conf.c):
+ * test_conf.c: conf-string parsing in PyTorch syntax (base/conf.c):
  * pairs, brackets, '=', whitespace, value parsers, sizes and errors.
  */
 #include <criterion/criterion.h>

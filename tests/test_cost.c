@@ -1,5 +1,5 @@
 /*
- * test_cost.c: the timing model (sim/cost.c and the engine's use of it):
+ * test_cost.c: the timing model (device/cost.c and the engine's use of it):
  * the fit from synthetic cudaMalloc/cudaFree records, knob parsing, the
  * exact prediction for cuda_malloc on a trace without API records, the
  * remove-then-re-add round trip, and step times; the waits recorded

@@ -1,5 +1,5 @@
 /*
- * test_device.c: the simulated device (sim/device.c): capacity and OOM,
+ * test_device.c: the simulated device (device/device.c): capacity and OOM,
  * counters, synthetic address reuse, recorded addresses in FIFO order with
  * the synthetic fallback, and the device log.
  */

@@ -1,5 +1,5 @@
 /*
- * test_u64map.c: the open-addressing map (sim/u64map.c) against a plain
+ * test_u64map.c: the open-addressing map (base/u64map.c) against a plain
  * reference array under random put/get/del, with keys that share low bits
  * (as device addresses do) so clusters and backward-shift deletion are
  * exercised.

@@ -1,5 +1,5 @@
 /*
- * test_vec.c: the doubling growth helper (sim/vec.c): capacities it picks,
+ * test_vec.c: the doubling growth helper (base/vec.c): capacities it picks,
  * contents kept across growth, and that every failure (size overflow, out of
  * memory) returns -1 with the old buffer and capacity untouched.
  */
