@@ -58,7 +58,8 @@ test: deps
 	$(MAKE) run-tests
 
 run-tests: $(BIN) $(TEST_BIN)
-	GPUMEMSIM_BIN=$(abspath $(BIN)) ./$(TEST_BIN) --jobs 2
+	GPUMEMSIM_BIN=$(abspath $(BIN)) GPUMEMSIM_LIB=$(abspath $(LIBSIM)) GPUMEMSIM_SAN="$(SAN)" \
+	  CC="$(CC)" ./$(TEST_BIN) --jobs 2
 
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g" \

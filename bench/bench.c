@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../sim/engine.h"
+#include "../include/gpumemsim.h"
 
 #define LIVE_TARGET 3000
 #define ADDR_BASE 0x7e0000000000ull

@@ -10,9 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../base/size.h"
-#include "../base/version.h"
-#include "../sim/oom_text.h"
+#include "../include/gpumemsim.h"
 
 #define EXIT_USAGE 2
 

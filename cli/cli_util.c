@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../device/device.h"
+#include "../include/gpumemsim.h"
 
 /* Sizes as people read them: binary units, GiB for anything over 1 GiB. */
 int cli_is_help(const char *arg)

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../capture/convert.h"
-#include "../capture/launcher.h"
+#include "../include/gpumemsim.h"
 #include "cli.h"
 
 static void capture_usage(FILE *f)

@@ -11,9 +11,7 @@
 
 #include "cli.h"
 #include "cmd_whatif.h"
-#include "../whatif/explain.h"
-#include "../sim/engine.h"
-#include "../base/json.h"
+#include "../include/gpumemsim.h"
 
 #define MAX_POINTS EXPLAIN_MAX_POINTS
 

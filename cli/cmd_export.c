@@ -23,11 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../traces/trace.h"
+#include "../include/gpumemsim.h"
 #include "cli.h"
-#include "../sim/engine.h"
-#include "../base/json.h"
-#include "../sim/store.h"
 
 #define EXPORT_MAX_RUNS 64
 

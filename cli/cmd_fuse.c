@@ -10,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../whatif/fusion.h"
+#include "../include/gpumemsim.h"
 #include "cli.h"
-#include "../base/json.h"
 
 #define MAX_RULE_ARGS FUSION_MAX_RULES
 

@@ -11,8 +11,7 @@
 #include <inttypes.h>
 
 #include "cli.h"
-#include "../traces/import_torch.h"
-#include "../traces/markers.h"
+#include "../include/gpumemsim.h"
 
 static void import_usage(FILE *f)
 {

@@ -15,9 +15,7 @@
 
 #include "cli.h"
 #include "cmd_whatif.h"
-#include "../whatif/maxbatch.h"
-#include "../sim/engine.h"
-#include "../base/json.h"
+#include "../include/gpumemsim.h"
 
 #define MAX_FROM 32
 

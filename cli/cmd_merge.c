@@ -18,8 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../base/json.h"
-#include "../sim/store.h"
+#include "../include/gpumemsim.h"
 
 static void usage(FILE *f)
 {

@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../plots/plot.h"
-#include "../sim/store.h"
+#include "../include/gpumemsim.h"
 
 static void usage(FILE *f)
 {

@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../base/json.h"
-#include "../policies/policy.h"
+#include "../include/gpumemsim.h"
 
 static void usage(FILE *f)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../plots/report.h"
+#include "../include/gpumemsim.h"
 
 static void usage(FILE *f)
 {

@@ -16,10 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../device/cost.h"
-#include "../sim/engine.h"
-#include "../base/json.h"
-#include "../sim/store.h"
+#include "../include/gpumemsim.h"
 
 #define DEFAULT_DB "results.db"
 

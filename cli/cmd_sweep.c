@@ -19,10 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../base/json.h"
-#include "../sim/store.h"
-#include "../sim/sweep.h"
-#include "../base/vec.h"
+#include "../include/gpumemsim.h"
 
 #define DEFAULT_DB "results.db"
 

@@ -14,8 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../base/json.h"
-#include "../sim/store.h"
+#include "../include/gpumemsim.h"
 
 /* The latest run of each (trace, policy, conf, capacity), with its labels,
  * retries and its policy's default-setting peak for comparison. */

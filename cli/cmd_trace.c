@@ -25,9 +25,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../base/json.h"
-#include "../base/u64map.h"
-#include "../traces/trace.h"
+#include "../include/gpumemsim.h"
 
 #define MAX_WARNINGS_SHOWN 10
 

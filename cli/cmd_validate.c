@@ -29,11 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../sim/engine.h"
-#include "../base/json.h"
-#include "../base/u64map.h"
-#include "../base/vec.h"
-#include "../traces/import_torch.h"
+#include "../include/gpumemsim.h"
 
 struct dev_op { uint32_t op; uint64_t addr, bytes; };
 

@@ -13,11 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../whatif/batch_fit.h"
-#include "../whatif/captures.h"
+#include "../include/gpumemsim.h"
 #include "cli.h"
 #include "cmd_whatif.h"
-#include "../base/json.h"
 
 #define MAX_FROM 32
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../whatif/batch_fit.h"
+#include "../include/gpumemsim.h"
 
 /* Load N captures into T; 0, or -1 with the message printed (CMD prefix). */
 int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t);

@@ -3,7 +3,8 @@
 # by `make test`. Each C source or header may include files of its own
 # folder and of folders below it, never of a folder above:
 #
-#   base < traces < device < policies, capture < sim < whatif < plots < cli
+#   base < traces < device < policies, capture < sim < whatif < plots
+#        < include (gpumemsim.h, the library's one public header) < cli
 #
 # (capture/ is the capture library, beside policies: it needs base and
 # traces only.) Prints every upward include as FILE:LINE: and exits 1 when
@@ -14,11 +15,11 @@ rank() {
 	case $1 in
 	base) echo 0 ;; traces) echo 1 ;; device) echo 2 ;;
 	policies | capture) echo 3 ;; sim) echo 4 ;; whatif) echo 5 ;;
-	plots) echo 6 ;; cli) echo 7 ;; *) echo -1 ;;
+	plots) echo 6 ;; include) echo 7 ;; cli) echo 8 ;; *) echo -1 ;;
 	esac
 }
 bad=0
-for dir in base traces device policies capture sim whatif plots cli; do
+for dir in base traces device policies capture sim whatif plots include cli; do
 	[ -d "$dir" ] || continue
 	own=$(rank "$dir")
 	# the folder's own sources and headers (capture/cnn and capture/tests
