@@ -64,148 +64,38 @@ static struct trace_reader *open_or_report(const char *path)
 
 /* ------------------------------------------------------------ validate */
 
-struct vstate {
-	const char *path;
-	struct u64map live_addr; /* addr -> allocation id | VLIVE_STATIC */
-	struct u64map live_id;   /* allocation id -> bytes */
-	uint64_t nallocs;
-	uint64_t warnings;
-	uint64_t static_replaced; /* static 'a' at a live static address */
-};
-
-/* live_addr: the allocation is module memory (kind 6 or 7). Allocation ids
- * are ordinals of 'a' records, far below 2^63. */
-#define VLIVE_STATIC (UINT64_C(1) << 63)
-
-static int is_static_kind(uint32_t kind)
-{
-	return kind == TMEM_DEVICE_STATIC || kind == TMEM_MANAGED_STATIC;
-}
-
-static void vwarn(struct vstate *v, uint64_t line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Warnings are counted always but printed only for the first few. */
-static void vwarn(struct vstate *v, uint64_t line, const char *fmt, ...)
-{
-	if (v->warnings++ >= MAX_WARNINGS_SHOWN)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	fprintf(stderr, "%s:%" PRIu64 ": warning: ", v->path, line);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-/* Lifetime checks for one record; 0 or -1 after printing the error. */
-static int validate_rec(struct vstate *v, const struct trace_rec *rec)
-{
-	const struct trace_mem *m = &rec->u.mem;
-	uint64_t val;
-	switch (rec->type) {
-	case TREC_ALLOC:
-		v->nallocs++;
-		if (m->addr == U64MAP_EMPTY) {
-			fprintf(stderr, "%s:%" PRIu64 ": allocation at reserved address 0x%" PRIx64 "\n",
-				v->path, rec->line, m->addr);
-			return -1;
-		}
-		if (u64map_get(&v->live_addr, m->addr, &val)) {
-			if (!(val & VLIVE_STATIC) || !is_static_kind(m->kind)) {
-				fprintf(stderr, "%s:%" PRIu64 ": allocation at 0x%" PRIx64 " which is "
-					"still live (allocation id %" PRIu64 " was never freed)\n",
-					v->path, rec->line, m->addr, val & ~VLIVE_STATIC);
-				return -1;
-			}
-			/* a module loaded again: its globals are registered anew,
-			 * and the capture recorded no free at the unload */
-			v->static_replaced++;
-			vwarn(v, rec->line, "static allocation at 0x%" PRIx64 " while allocation id %"
-			      PRIu64 " (static) is still live: module reloaded, treated as "
-			      "replacing it", m->addr, val & ~VLIVE_STATIC);
-			u64map_del(&v->live_id, val & ~VLIVE_STATIC, NULL);
-		}
-		if (u64map_put(&v->live_addr, m->addr,
-			       m->id | (is_static_kind(m->kind) ? VLIVE_STATIC : 0)) < 0 ||
-		    u64map_put(&v->live_id, m->id, m->bytes) < 0) {
-			fprintf(stderr, "%s: out of memory\n", v->path);
-			return -1;
-		}
-		return 0;
-	case TREC_FREE:
-		if (m->addr == U64MAP_EMPTY || !u64map_del(&v->live_addr, m->addr, &val)) {
-			fprintf(stderr, "%s:%" PRIu64 ": free of 0x%" PRIx64 " which is not a live "
-				"allocation\n", v->path, rec->line, m->addr);
-			return -1;
-		}
-		uint64_t bytes = 0;
-		u64map_del(&v->live_id, val & ~VLIVE_STATIC, &bytes);
-		if (m->bytes && m->bytes != bytes)
-			vwarn(v, rec->line, "free says %" PRIu64 " bytes, the allocation had %" PRIu64,
-			      m->bytes, bytes);
-		return 0;
-	case TREC_KERNEL:
-		for (uint32_t i = 0; i < rec->u.kernel.nlinks; i++) {
-			uint64_t id = rec->u.kernel.links[i];
-			if (id >= v->nallocs) {
-				fprintf(stderr, "%s:%" PRIu64 ": kernel links allocation id %" PRIu64
-					", but only %" PRIu64 " allocations exist so far\n",
-					v->path, rec->line, id, v->nallocs);
-				return -1;
-			}
-			if (id != U64MAP_EMPTY && !u64map_get(&v->live_id, id, &val))
-				vwarn(v, rec->line, "kernel links allocation id %" PRIu64
-				      " which was freed before the kernel started", id);
-		}
-		return 0;
-	default:
-		return 0;
-	}
-}
-
 /* Validate one file; prints its verdict. 0 ok, 1 failed. */
 static int validate_one(const char *path)
 {
-	struct trace_reader *r = open_or_report(path);
-	if (!r)
+	struct trace_check_result *res = malloc(sizeof *res);
+	if (!res) {
+		fprintf(stderr, "%s: out of memory\n", path);
 		return 1;
-	struct vstate v = {.path = path};
-	u64map_init(&v.live_addr);
-	u64map_init(&v.live_id);
-	struct trace_rec rec;
-	uint64_t n = 0;
-	int rc, fail = 0;
-	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
-		n++;
-		if (validate_rec(&v, &rec) < 0) {
-			fail = 1;
-			goto out;
-		}
 	}
-	if (rc < 0) {
-		fprintf(stderr, "%s\n", trace_reader_error(r));
-		fail = 1;
-		goto out;
+	int rc = trace_check(path, res);
+	for (uint32_t i = 0; i < res->nnotes; i++)
+		fprintf(stderr, "%s:%" PRIu64 ": warning: %s\n", path, res->notes[i].line,
+			res->notes[i].text);
+	if (rc < 0 || !res->ok) {
+		fprintf(stderr, "%s\n", res->error);
+		free(res);
+		return 1;
 	}
-	if (v.warnings > MAX_WARNINGS_SHOWN)
+	if (res->warnings > TRACE_CHECK_NOTES)
 		fprintf(stderr, "%s: %" PRIu64 " more warnings not shown\n", path,
-			v.warnings - MAX_WARNINGS_SHOWN);
-	if (v.static_replaced)
+			res->warnings - TRACE_CHECK_NOTES);
+	if (res->static_replaced)
 		fprintf(stderr, "%s: warning: %" PRIu64 " static (module) allocations re-registered "
 			"at a live address without a free (module reloaded; treated as replacing "
-			"the earlier one)\n", path, v.static_replaced);
-	printf("%s: ok (%" PRIu64 " records", path, n);
-	if (!trace_reader_trailer(r)->present)
+			"the earlier one)\n", path, res->static_replaced);
+	printf("%s: ok (%" PRIu64 " records", path, res->records);
+	if (!res->complete)
 		printf(", incomplete: no 'end' trailer");
-	if (v.warnings)
-		printf(", %" PRIu64 " warning%s", v.warnings, v.warnings == 1 ? "" : "s");
+	if (res->warnings)
+		printf(", %" PRIu64 " warning%s", res->warnings, res->warnings == 1 ? "" : "s");
 	printf(")\n");
-out:
-	u64map_free(&v.live_addr);
-	u64map_free(&v.live_id);
-	trace_reader_close(r);
-	return fail;
+	free(res);
+	return 0;
 }
 
 static int cmd_trace_validate(int argc, char **argv)

@@ -10,7 +10,9 @@
  * What it offers, by layer (docs/architecture.md):
  *
  *   traces     trace_reader_open / _next / _close, trace_writer_* (the
- *              format: traces/FORMAT.md); torch snapshot import; markers
+ *              format: traces/FORMAT.md), trace_check (lifetimes and
+ *              links, what `trace validate` says); torch snapshot import;
+ *              markers
  *   policies   policy_find(name), policy_list_names, the registry table;
  *              conf strings in the frameworks' syntax (conf_next, conf_size)
  *   device     the simulated device, the API call cost model (cost_parse,
@@ -36,6 +38,7 @@
 #include "../base/vec.h"
 #include "../base/version.h"
 #include "../traces/trace.h"
+#include "../traces/trace_check.h"
 #include "../traces/import_torch.h"
 #include "../traces/markers.h"
 #include "../device/cost.h"
