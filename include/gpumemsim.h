@@ -20,7 +20,9 @@
  *   sim        sim_run(options) -> struct sim_result (peaks, fragmentation,
  *              OOM verdicts, timeline, live set at the peak, step times),
  *              sim_result_free; oom_explain; the SQLite store (store_*),
- *              sweeps (sweep_run)
+ *              sweeps (sweep_run); replays compared with recorded runs of
+ *              real allocators (validate_torch_truth, validate_jax_truth,
+ *              validate_async_truth)
  *   whatif     batch-size fit (bf_load, bf_align, bf_fit, bf_synth),
  *              fusion (fusion_*), maxbatch_search, explain_batch
  *   plots      plot_make (gnuplot figures), report_write (HTML + Markdown)
@@ -50,6 +52,7 @@
 #include "../sim/oom_text.h"
 #include "../sim/store.h"
 #include "../sim/sweep.h"
+#include "../sim/validate_truth.h"
 #include "../whatif/batch_fit.h"
 #include "../whatif/captures.h"
 #include "../whatif/explain.h"
