@@ -104,6 +104,7 @@ struct cap_conv {
 	struct conv_retire *ret;      /* FIFO of freed allocations */
 	size_t ret_head, ret_len, ret_cap;
 	struct cap_stats st;
+	uint64_t links[TRACE_MAX_LINKS]; /* the emitted kernel's links (trace.h) */
 };
 
 /* Heap order: earlier start first, then earlier arrival. */
@@ -250,12 +251,15 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Turn the launch's link set into sorted, distinct allocation ids. */
+/* Turn the launch's link set into sorted, distinct allocation ids, in the
+ * converter's own array (valid until the next kernel is emitted: the sink
+ * takes the record at once). */
 static void resolve_links(struct cap_conv *c, struct trace_rec *rec)
 {
 	struct trace_kernel *k = &rec->u.kernel;
-	uint64_t v;
+	uint64_t *links = c->links, v;
 	k->nlinks = 0;
+	k->links = links;
 	if (!u64map_del(&c->pending_links, k->corr, &v))
 		return;
 	struct conv_linkset *ls = (struct conv_linkset *)(uintptr_t)v;
@@ -271,11 +275,11 @@ static void resolve_links(struct cap_conv *c, struct trace_rec *rec)
 		}
 		int dup = 0;
 		for (uint32_t j = 0; j < k->nlinks; j++)
-			dup |= k->links[j] == id;
+			dup |= links[j] == id;
 		if (!dup && k->nlinks < TRACE_MAX_LINKS)
-			k->links[k->nlinks++] = id;
+			links[k->nlinks++] = id;
 	}
-	qsort(k->links, k->nlinks, sizeof(k->links[0]), cmp_u64);
+	qsort(links, k->nlinks, sizeof(links[0]), cmp_u64);
 	c->st.links += k->nlinks;
 	free(ls);
 }

@@ -14,6 +14,9 @@
 
 #define EXIT_USAGE 2
 
+/* Where results go and are read from when --db is not given. */
+#define CLI_DEFAULT_DB "results.db"
+
 /* Subcommands: argv[0] is the subcommand name. */
 int cmd_trace(int argc, char **argv);     /* trace validate|cat|stats */
 int cmd_run(int argc, char **argv);       /* run TRACE --policy ... */

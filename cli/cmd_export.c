@@ -293,7 +293,7 @@ static int all_digits(const char *s)
 
 int cmd_export(int argc, char **argv)
 {
-	const char *db = "results.db", *out = NULL, *policy = NULL, *conf = NULL, *trace = NULL;
+	const char *db = CLI_DEFAULT_DB, *out = NULL, *policy = NULL, *conf = NULL, *trace = NULL;
 	char *ids[EXPORT_MAX_RUNS];
 	int nids = 0;
 	uint64_t capacity = 0;

@@ -80,7 +80,7 @@ static int parse_select(int argc, char **argv, int *i, struct plot_select *sel,
 
 int cmd_plot(int argc, char **argv)
 {
-	const char *db = "results.db", *kind_name = NULL;
+	const char *db = CLI_DEFAULT_DB, *kind_name = NULL;
 	char labelbuf[512], err[1024];
 	struct plot_request req = {0};
 	for (int i = 1; i < argc; i++) {

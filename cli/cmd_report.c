@@ -22,7 +22,7 @@ static void usage(FILE *f)
 
 int cmd_report(int argc, char **argv)
 {
-	const char *db = "results.db", *dir = NULL;
+	const char *db = CLI_DEFAULT_DB, *dir = NULL;
 	char labelbuf[512], err[8192];
 	struct plot_select sel = {0};
 	for (int i = 1; i < argc; i++) {

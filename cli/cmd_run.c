@@ -18,7 +18,6 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
-#define DEFAULT_DB "results.db"
 
 struct run_args {
 	const char *trace, *policy, *conf, *db;
@@ -74,14 +73,14 @@ static void usage(FILE *f)
 		"  --quiet              no progress on stderr\n\n"
 		"Exit status: 0 ok (a simulated OOM is a result), 1 failure (bad trace, bad\n"
 		"knob, database error: the message names file:line or the knob), 2 usage.\n",
-		DEFAULT_DB);
+		CLI_DEFAULT_DB);
 }
 
 /* 0 ok, EXIT_USAGE on a usage error (message printed). */
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	memset(a, 0, sizeof *a);
-	a->db = DEFAULT_DB;
+	a->db = CLI_DEFAULT_DB;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;

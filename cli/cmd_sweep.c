@@ -21,7 +21,6 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
-#define DEFAULT_DB "results.db"
 
 struct list {
 	const char **v;
@@ -89,7 +88,7 @@ static void usage(FILE *f)
 		"  --json               one JSON summary object on stdout\n\n"
 		"Exit status: 0 all runs stored, 1 a run or the database failed (messages\n"
 		"name trace:line or the knob), 2 usage, 130 interrupted (143 on SIGTERM).\n",
-		DEFAULT_DB);
+		CLI_DEFAULT_DB);
 }
 
 static int list_push(struct list *l, const char *s)
@@ -118,7 +117,7 @@ static int is_opt(const char *s)
 static int parse_args(int argc, char **argv, struct sweep_args *a)
 {
 	memset(a, 0, sizeof *a);
-	a->db = DEFAULT_DB;
+	a->db = CLI_DEFAULT_DB;
 	a->progress = -1;
 	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
 	a->jobs = nproc > 0 ? (int)nproc : 1;

@@ -112,7 +112,7 @@ static void usage(FILE *f)
 
 int cmd_table(int argc, char **argv)
 {
-	const char *db = "results.db";
+	const char *db = CLI_DEFAULT_DB;
 	struct table_ctx t = {0};
 	for (int i = 1; i < argc; i++) {
 		if (cli_is_help(argv[i])) {

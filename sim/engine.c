@@ -20,8 +20,9 @@
  *
  * Parsing text is as costly as simulating it, so a reader thread parses
  * batches of records ahead of the replay (a bounded ring of a few batches:
- * memory stays bounded). The ring carries compact records (what the replay
- * needs, ~80 bytes instead of a trace_rec with its kernel links), so large
+ * memory stays bounded). The ring carries the reader's own records, read
+ * into it in place, with the few things the replay derives from strings
+ * worked out by the reader thread (struct eng_rec, 112 bytes), so large
  * batches stay cache-sized and hand-offs between the threads are rare.
  * Records are still replayed strictly in file order, so the thread changes
  * speed, never results.
@@ -353,9 +354,10 @@ void ranges_end(struct engine *e, uint64_t until, uint64_t now)
 	}
 }
 
-static void on_range(struct engine *e, const struct erec *rec, uint64_t now)
+static void on_range(struct engine *e, const struct eng_rec *er, uint64_t now)
 {
-	const char *name = rec->u.rname;
+	const struct trace_rec *rec = &er->r;
+	const char *name = er->rname;
 	int step = is_step_name(name) && !e->x_steps;
 	if (step) {
 		step_start(e, now);
@@ -401,7 +403,7 @@ void pk_note_free(struct engine *e, const struct live_ent *le, uint64_t t)
 
 /* --------------------------------------------------------- memory path */
 
-static void on_oom(struct engine *e, const struct erec *rec, uint64_t now, uint32_t stream)
+static void on_oom(struct engine *e, const struct trace_rec *rec, uint64_t now, uint32_t stream)
 {
 	struct sim_result *r = e->res;
 	uint64_t res = device_reserved(e->dev);
@@ -470,7 +472,7 @@ static int64_t flib_slot(struct engine *e, const struct trace_mem *m)
 	return e->nflib++;
 }
 
-static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
+static int on_free(struct engine *e, const struct trace_rec *rec, uint64_t now,
 		   char *err, size_t errlen);
 
 /*
@@ -481,10 +483,10 @@ static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
  * takes, before the new one is made. *NOW moves past the time the free
  * took in a timed replay.
  */
-static int static_replace(struct engine *e, const struct erec *rec, uint64_t *now,
+static int static_replace(struct engine *e, const struct trace_rec *rec, uint64_t *now,
 			  char *err, size_t errlen)
 {
-	struct erec fr = *rec;
+	struct trace_rec fr = *rec;
 	fr.type = TREC_FREE;
 	fr.u.mem.id = 0;
 	fr.u.mem.bytes = 0;
@@ -502,7 +504,7 @@ static int static_replace(struct engine *e, const struct erec *rec, uint64_t *no
 /* Memory outside the framework's allocator: from the device, beside the
  * policy. A failure is an OOM like any other (the library's cudaMalloc
  * failed), and its free is skipped. */
-static int on_foreign_alloc(struct engine *e, const struct erec *rec, uint64_t now,
+static int on_foreign_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 			    char *err, size_t errlen)
 {
 	const struct trace_mem *m = &rec->u.mem;
@@ -571,7 +573,7 @@ static void on_foreign_free(struct engine *e, uint64_t v, uint64_t now)
 		charge(e, now, 0);
 }
 
-static int on_alloc(struct engine *e, const struct erec *rec, uint64_t now,
+static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 		    char *err, size_t errlen)
 {
 	const struct trace_mem *m = &rec->u.mem;
@@ -654,7 +656,7 @@ nomem:
 	return -1;
 }
 
-static int on_free(struct engine *e, const struct erec *rec, uint64_t now,
+static int on_free(struct engine *e, const struct trace_rec *rec, uint64_t now,
 		   char *err, size_t errlen)
 {
 	const struct trace_mem *m = &rec->u.mem;
@@ -716,7 +718,7 @@ nomem:
 	return -1;
 }
 
-static int on_gpu_op(struct engine *e, const struct erec *rec, uint32_t stream,
+static int on_gpu_op(struct engine *e, const struct trace_rec *rec, uint32_t stream,
 		     uint64_t corr, uint64_t now, char *err, size_t errlen)
 {
 	if (rec->end > e->trace_gpu_busy)
@@ -736,7 +738,7 @@ static int on_gpu_op(struct engine *e, const struct erec *rec, uint32_t stream,
 /* A kept (non-memory) API call in the timed model: the profiler's
  * overhead comes off the host, and GPU work it launched is queued when the
  * call returns. */
-static int on_api_timed(struct engine *e, const struct erec *rec, uint64_t now,
+static int on_api_timed(struct engine *e, const struct trace_rec *rec, uint64_t now,
 			char *err, size_t errlen)
 {
 	uint64_t dur = host_ns(e, rec->end >= rec->start ? rec->end - rec->start : 0);
@@ -759,7 +761,7 @@ static int on_api_timed(struct engine *e, const struct erec *rec, uint64_t now,
 
 /* The host waits for the stream (or the whole device); a wait longer than
  * the trace's becomes delay for everything after. */
-static void on_sync(struct engine *e, const struct erec *rec, uint64_t now)
+static void on_sync(struct engine *e, const struct trace_rec *rec, uint64_t now)
 {
 	const struct trace_sync *y = &rec->u.sync;
 	if (y->kind == TSYNC_STREAM_WAIT_EVENT)
@@ -803,7 +805,7 @@ static void on_sync(struct engine *e, const struct erec *rec, uint64_t now)
 	}
 }
 
-static void on_control(struct engine *e, const struct erec *rec, uint64_t now)
+static void on_control(struct engine *e, const struct trace_rec *rec, uint64_t now)
 {
 	const struct trace_control *c = &rec->u.control;
 	char detail[160];
@@ -855,8 +857,9 @@ static void on_control(struct engine *e, const struct erec *rec, uint64_t now)
 }
 
 /* One record of the replay, at host issue time. */
-static int replay_one(struct engine *e, const struct erec *rec, char *err, size_t errlen)
+static int replay_one(struct engine *e, const struct eng_rec *er, char *err, size_t errlen)
 {
+	const struct trace_rec *rec = &er->r;
 	if (!e->have_t0) {
 		e->have_t0 = 1;
 		e->t0 = rec->start;
@@ -896,7 +899,7 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 	case TREC_FREE:
 		return on_free(e, rec, now, err, errlen);
 	case TREC_KERNEL:
-		return on_gpu_op(e, rec, rec->u.kern.stream, rec->u.kern.corr, now, err, errlen);
+		return on_gpu_op(e, rec, rec->u.kernel.stream, rec->u.kernel.corr, now, err, errlen);
 	case TREC_MEMCPY:
 	case TREC_MEMSET:
 		return on_gpu_op(e, rec, rec->u.copy.stream, rec->u.copy.corr, now, err, errlen);
@@ -911,15 +914,15 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
 				     rec->u.segment.bytes);
 		return 0;
 	case TREC_RANGE:
-		nv_push(e, rec, now);
-		if (rec->u.rname && (e->nvtx || is_step_name(rec->u.rname)))
-			on_range(e, rec, now);
+		nv_push(e, er, now);
+		if (er->rname && (e->nvtx || is_step_name(er->rname)))
+			on_range(e, er, now);
 		if (e->cost)
 			return 0;
 		goto span;
 	case TREC_API:
 		if (e->cost) {
-			if (rec->u.api.kind == COST_API_OTHER)
+			if (er->api_kind == COST_API_OTHER)
 				return on_api_timed(e, rec, now, err, errlen);
 			/* the policy's costs replace this call: records inside
 			 * it are issued at its start, later ones move up */
@@ -945,7 +948,7 @@ static int replay_one(struct engine *e, const struct erec *rec, char *err, size_
  * into a table bigger than L1 otherwise stalls every memory event. */
 #define PREFETCH_AHEAD 8
 
-static inline void live_prefetch(const struct engine *e, const struct erec *rec)
+static inline void live_prefetch(const struct engine *e, const struct trace_rec *rec)
 {
 	if (rec->type <= TREC_FREE && e->live.slot)
 		__builtin_prefetch(&e->live.slot[live_home(&e->live, rec->u.mem.addr)]);
@@ -965,7 +968,7 @@ static int replay_all(struct engine *e, char *err, size_t errlen)
 		struct rec_batch *b = pipe_take(&p);
 		for (size_t i = 0; i < b->n; i++) {
 			if (i + PREFETCH_AHEAD < b->n)
-				live_prefetch(e, &b->recs[i + PREFETCH_AHEAD]);
+				live_prefetch(e, &b->recs[i + PREFETCH_AHEAD].r);
 			if (replay_one(e, &b->recs[i], err, errlen) < 0) {
 				ret = -1;
 				break;

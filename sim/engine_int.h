@@ -37,25 +37,18 @@ struct live_table {
 	unsigned shift;        /* 64 - log2(capacity) */
 };
 
-/* The replay's view of a record: everything but a kernel's links, so a
- * batch of them is a few cache lines per record, not a page-sized
- * trace_rec each. */
-struct erec {
-	uint32_t type;
-	uint64_t start, end, line;
+/* A record of the reader thread's batches: the reader's record, read into
+ * the batch in place, and what the reader thread derives from it so that
+ * the replay never looks a string up: ENG_F_LIB and ENG_F_FOREIGN in an
+ * allocation's mem.flags, and the two fields below. A kernel's links are
+ * not carried (nlinks 0, links NULL): the replay reads none, and the
+ * reader's storage is reused by the time the record is replayed. */
+struct eng_rec {
+	struct trace_rec r;
 	union {
-		struct trace_mem mem;
-		struct trace_copy copy;
-		struct trace_sync sync;
-		struct trace_control control;
-		struct trace_segment segment;
-		struct { uint32_t stream; uint64_t corr; } kern;  /* TREC_KERNEL */
-		struct { uint32_t kind; uint64_t corr; } api;     /* TREC_API: enum cost_api */
-		struct {               /* TREC_RANGE: its name (the reader's string) */
-			const char *rname;
-			uint32_t rdepth;
-		};
-	} u;
+		uint32_t api_kind;     /* TREC_API: enum cost_api of its name */
+		const char *rname;     /* TREC_RANGE: its name (the reader's string) */
+	};
 };
 
 /* GPU work found by the launch pre-pass, issued at its API call. */
@@ -86,8 +79,8 @@ enum nv_phase { PH_NONE = 0, PH_FWD, PH_BWD, PH_OPT, PH_BUILD };
 #define CTX_STATIC 0x40000000u /* live entries only: module memory (kind 6/7) */
 #define FLIVE_STATIC 0x8000u  /* flive value: module memory (kind 6/7) */
 #define FLIVE_SLOT 0x7fffu    /* flive value: its flib index (below FLIB_MAX) */
-#define ENG_F_LIB 0x80000000u /* erec mem.flags: the source is such a library */
-#define ENG_F_FOREIGN 0x40000000u /* erec mem.flags: outside the framework's allocator */
+#define ENG_F_LIB 0x80000000u /* eng_rec mem.flags: the source is such a library */
+#define ENG_F_FOREIGN 0x40000000u /* eng_rec mem.flags: outside the framework's allocator */
 #define FLIB_MAX 4096u        /* libraries told apart; later ones share the last slot */
 #define MAX_NV_OPEN 64
 struct nv_ctx { const char *name; unsigned phase; };
@@ -309,12 +302,12 @@ static inline void live_remove(struct live_table *t, struct live_ent *le)
 
 /* ------------------------------------------------- reader thread */
 
-/* 4 x 2048 compact records: ~700 KiB in flight, a hand-off per 2048 records */
+/* 4 x 2048 records of 112 bytes: ~900 KiB in flight, a hand-off per 2048 records */
 #define PIPE_BATCH 2048
 #define PIPE_NBATCH 4
 
 struct rec_batch {
-	struct erec *recs;
+	struct eng_rec *recs;
 	size_t n;
 	int rc;                 /* TRACE_OK: more batches follow; else the end status */
 };
@@ -348,7 +341,7 @@ int range_cmp_name(const void *a, const void *b);
 int range_cmp_time(const void *a, const void *b);
 void ranges_merge(struct sim_result *r, uint64_t gap);
 void range_keep(struct engine *e, const char *name, uint32_t depth, uint64_t t, uint64_t end);
-void nv_push(struct engine *e, const struct erec *rec, uint64_t now);
+void nv_push(struct engine *e, const struct eng_rec *er, uint64_t now);
 void nv_pop(struct engine *e, uint64_t until, uint64_t now);
 enum sim_live_kind pk_classify(const struct engine *e, uint32_t ctx, int freed, int within, unsigned free_phase);
 int pk_item_cmp(const void *a, const void *b);
@@ -369,7 +362,7 @@ int launch_prepass(struct engine *e, char *err, size_t errlen);
 /* engine_pipe.c */
 int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreign_rule *fr);
 int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, size_t ncache);
-void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader *rd, uint8_t *libc, size_t nlibc, struct foreign_rule *fr);
+void eng_rec_derive(struct eng_rec *er, struct trace_reader *rd, uint8_t *libc, size_t nlibc, struct foreign_rule *fr);
 void *pipe_main(void *arg);
 int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const char *fsub);
 struct rec_batch *pipe_take(struct rec_pipe *p);

@@ -133,9 +133,10 @@ void range_keep(struct engine *e, const char *name, uint32_t depth, uint64_t t,
 }
 
 /* A range opens: it becomes the context of allocations until it ends. */
-void nv_push(struct engine *e, const struct erec *rec, uint64_t now)
+void nv_push(struct engine *e, const struct eng_rec *er, uint64_t now)
 {
-	const char *name = rec->u.rname;
+	const struct trace_rec *rec = &er->r;
+	const char *name = er->rname;
 	if (!name || rec->end < rec->start)
 		return;
 	if (is_step_name(name))
@@ -151,7 +152,7 @@ void nv_push(struct engine *e, const struct erec *rec, uint64_t now)
 	o->end = rec->end;
 	o->t = now - e->t0;
 	o->ctx = ctx_intern(e, name, ph);
-	o->depth = rec->u.rdepth;
+	o->depth = rec->u.range.depth;
 	if (e->nnvo == 1 || rec->end < e->nvo_min)
 		e->nvo_min = rec->end;
 	nv_refresh(e);

@@ -1,7 +1,7 @@
 /*
  * engine_pipe.c: the engine's reader thread: parses batches of records
- * ahead of the replay into compact records (see engine.c), marking
- * allocations outside the framework's allocator on the way.
+ * ahead of the replay (see engine.c), marking allocations outside the
+ * framework's allocator on the way.
  */
 #include "engine_int.h"
 
@@ -33,7 +33,7 @@ int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreig
 	return foreign;
 }
 
-/* Keep what the replay reads of REC. */
+/* Is string ID a libcudnn/libcublas path (CACHE: answers by id)? */
 int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, size_t ncache)
 {
 	if (id == TRACE_NO_STRING)
@@ -47,47 +47,32 @@ int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, size_t n
 	return lib;
 }
 
-void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader *rd,
-		      uint8_t *libc, size_t nlibc, struct foreign_rule *fr)
+/* What the replay needs of the record just read into ER, derived here in
+ * the reader thread (engine_int.h). */
+void eng_rec_derive(struct eng_rec *er, struct trace_reader *rd, uint8_t *libc, size_t nlibc,
+		    struct foreign_rule *fr)
 {
-	er->type = rec->type;
-	er->start = rec->start;
-	er->end = rec->end;
-	er->line = rec->line;
+	struct trace_rec *rec = &er->r;
 	switch (rec->type) {
 	case TREC_ALLOC:
+		rec->u.mem.flags &= ~(ENG_F_LIB | ENG_F_FOREIGN);
+		if (is_lib_source(rd, rec->u.mem.source, libc, nlibc))
+			rec->u.mem.flags |= ENG_F_LIB;
+		if (fr->sub && is_foreign(rd, &rec->u.mem, fr))
+			rec->u.mem.flags |= ENG_F_FOREIGN;
+		break;
 	case TREC_FREE:
-		er->u.mem = rec->u.mem;
-		er->u.mem.flags &= ~(ENG_F_LIB | ENG_F_FOREIGN);
-		if (rec->type == TREC_ALLOC && is_lib_source(rd, rec->u.mem.source, libc, nlibc))
-			er->u.mem.flags |= ENG_F_LIB;
-		if (fr->sub && rec->type == TREC_ALLOC && is_foreign(rd, &rec->u.mem, fr))
-			er->u.mem.flags |= ENG_F_FOREIGN;
+		rec->u.mem.flags &= ~(ENG_F_LIB | ENG_F_FOREIGN);
 		break;
 	case TREC_KERNEL:
-		er->u.kern.stream = rec->u.kernel.stream;
-		er->u.kern.corr = rec->u.kernel.corr;
-		break;
-	case TREC_MEMCPY:
-	case TREC_MEMSET:
-		er->u.copy = rec->u.copy;
-		break;
-	case TREC_SYNC:
-		er->u.sync = rec->u.sync;
-		break;
-	case TREC_CONTROL:
-		er->u.control = rec->u.control;
-		break;
-	case TREC_SEGMENT:
-		er->u.segment = rec->u.segment;
+		rec->u.kernel.nlinks = 0;
+		rec->u.kernel.links = NULL;
 		break;
 	case TREC_RANGE:
-		er->u.rname = trace_reader_string(rd, rec->u.range.name);
-		er->u.rdepth = rec->u.range.depth;
+		er->rname = trace_reader_string(rd, rec->u.range.name);
 		break;
 	case TREC_API:
-		er->u.api.kind = cost_api_kind(trace_reader_string(rd, rec->u.api.name));
-		er->u.api.corr = rec->u.api.corr;
+		er->api_kind = cost_api_kind(trace_reader_string(rd, rec->u.api.name));
 		break;
 	default:
 		break;
@@ -97,7 +82,6 @@ void erec_from(struct erec *er, const struct trace_rec *rec, struct trace_reader
 void *pipe_main(void *arg)
 {
 	struct rec_pipe *p = arg;
-	struct trace_rec rec;
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
 		while (p->count == PIPE_NBATCH && !p->stop)
@@ -109,8 +93,8 @@ void *pipe_main(void *arg)
 			return NULL;
 		int rc = TRACE_OK;
 		size_t n = 0;
-		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &rec)) == TRACE_OK)
-			erec_from(&b->recs[n++], &rec, p->rd, p->libc, sizeof p->libc, &p->fr);
+		while (n < PIPE_BATCH && (rc = trace_reader_next(p->rd, &b->recs[n].r)) == TRACE_OK)
+			eng_rec_derive(&b->recs[n++], p->rd, p->libc, sizeof p->libc, &p->fr);
 		b->n = n;
 		b->rc = rc;
 		pthread_mutex_lock(&p->mu);

@@ -480,3 +480,77 @@ Test(batch_fit, steady_state_free_at_the_cut_is_dropped)
 	unlink(p);
 	unlink(q);
 }
+
+/* Kernel links survive the batch fit: loaded into the trace's own pool
+ * (moved while it grows past its first 4096 ids), written back by
+ * bf_synth as captured. */
+static void write_linked_capture(const char *path, uint64_t batch, uint32_t nkern)
+{
+	char err[256];
+	struct trace_writer *w = th_batch_writer(path, batch, "linked");
+	uint32_t kname = trace_writer_intern(w, "gemm");
+	uint64_t t = 1000, ids[3];
+	struct trace_rec r;
+	for (int a = 0; a < 3; a++) {
+		memset(&r, 0, sizeof r);
+		r.type = TREC_ALLOC;
+		r.start = r.end = t += 100;
+		r.u.mem = (struct trace_mem){.addr = 0x100000000ull * (uint64_t)(a + 1),
+					     .bytes = MiB * batch, .stream = TRACE_NO_STREAM,
+					     .kind = 3, .source = TRACE_NO_STRING};
+		cr_assert_eq(trace_writer_record(w, &r), 0);
+	}
+	for (uint32_t k = 0; k < nkern; k++) {
+		memset(&r, 0, sizeof r);
+		r.type = TREC_KERNEL;
+		r.start = t += 100;
+		r.end = r.start + 50;
+		r.u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {1, 1, 1},
+						    .block = {1, 1, 1}, .corr = k + 1,
+						    .nlinks = 1 + k % 3, .links = ids};
+		for (uint32_t i = 0; i < r.u.kernel.nlinks; i++)
+			ids[i] = (k + i) % 3;
+		cr_assert_eq(trace_writer_record(w, &r), 0);
+	}
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+Test(batch_fit, kernel_links_survive_the_fit)
+{
+	enum { NKERN = 3000 };   /* 6000 links: the pool grows */
+	char p[2][128], out[128], err[1024];
+	uint64_t b[2] = {8, 16};
+	struct bf_trace *t[2];
+	for (int i = 0; i < 2; i++) {
+		th_tmpname(p[i], sizeof p[i], "batch_fit_links");
+		write_linked_capture(p[i], b[i], NKERN);
+		t[i] = load(p[i]);
+	}
+	struct bf_model *m = NULL;
+	struct bf_options o = {0};
+	cr_assert_eq(bf_fit(t, 2, &o, &m, err, sizeof err), 0, "%s", err);
+	th_tmpname(out, sizeof out, "batch_fit_links_out");
+	cr_assert_eq(bf_synth(m, 12, out, err, sizeof err), 0, "%s", err);
+	struct trace_reader *rd = trace_reader_open(out);
+	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
+	struct trace_rec r;
+	uint32_t k = 0;
+	int rc;
+	while ((rc = trace_reader_next(rd, &r)) == TRACE_OK) {
+		if (r.type != TREC_KERNEL)
+			continue;
+		cr_assert_eq(r.u.kernel.nlinks, 1 + k % 3, "kernel %u", k);
+		for (uint32_t i = 0; i < r.u.kernel.nlinks; i++)
+			cr_assert_eq(r.u.kernel.links[i], (k + i) % 3, "kernel %u link %u", k, i);
+		k++;
+	}
+	cr_assert_eq(rc, TRACE_EOF, "%s", trace_reader_error(rd));
+	cr_assert_eq(k, NKERN);
+	trace_reader_close(rd);
+	unlink(out);
+	bf_model_free(m);
+	for (int i = 0; i < 2; i++) {
+		bf_free(t[i]);
+		unlink(p[i]);
+	}
+}

@@ -27,6 +27,7 @@
 
 struct mem_sink {
 	struct trace_rec recs[64];
+	uint64_t links[64][TRACE_MAX_LINKS]; /* recs[i]'s kernel links (the converter's are reused) */
 	int n;
 	char *strs[64];
 	uint32_t nstrs;
@@ -47,7 +48,15 @@ static int mem_record(void *ctx, const struct trace_rec *rec)
 {
 	struct mem_sink *m = ctx;
 	cr_assert_lt(m->n, 64);
-	m->recs[m->n++] = *rec;
+	m->recs[m->n] = *rec;
+	if (rec->type == TREC_KERNEL) {
+		cr_assert_leq(rec->u.kernel.nlinks, TRACE_MAX_LINKS);
+		if (rec->u.kernel.nlinks)
+			memcpy(m->links[m->n], rec->u.kernel.links,
+			       rec->u.kernel.nlinks * sizeof(uint64_t));
+		m->recs[m->n].u.kernel.links = m->links[m->n];
+	}
+	m->n++;
 	return 0;
 }
 

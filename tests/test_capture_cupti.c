@@ -18,6 +18,7 @@
 
 struct cupti_sink {
 	struct trace_rec recs[32];
+	uint64_t links[32][TRACE_MAX_LINKS]; /* recs[i]'s kernel links (the converter's are reused) */
 	int n;
 	char *strs[32];
 	uint32_t nstrs;
@@ -37,7 +38,15 @@ static int cs_record(void *ctx, const struct trace_rec *rec)
 {
 	struct cupti_sink *m = ctx;
 	cr_assert_lt(m->n, 32);
-	m->recs[m->n++] = *rec;
+	m->recs[m->n] = *rec;
+	if (rec->type == TREC_KERNEL) {
+		cr_assert_leq(rec->u.kernel.nlinks, TRACE_MAX_LINKS);
+		if (rec->u.kernel.nlinks)
+			memcpy(m->links[m->n], rec->u.kernel.links,
+			       rec->u.kernel.nlinks * sizeof(uint64_t));
+		m->recs[m->n].u.kernel.links = m->links[m->n];
+	}
+	m->n++;
 	return 0;
 }
 

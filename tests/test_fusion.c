@@ -55,6 +55,7 @@ static void tw_kernel_on(struct tw *t, uint32_t stream, const char *name, uint64
 			 const int *links)
 {
 	struct trace_rec r;
+	uint64_t ids[TRACE_MAX_LINKS];
 	memset(&r, 0, sizeof r);
 	r.type = TREC_KERNEL;
 	r.start = t->t;
@@ -64,8 +65,11 @@ static void tw_kernel_on(struct tw *t, uint32_t stream, const char *name, uint64
 	r.u.kernel.name = trace_writer_intern(t->w, name);
 	r.u.kernel.grid[0] = r.u.kernel.grid[1] = r.u.kernel.grid[2] = 1;
 	r.u.kernel.block[0] = r.u.kernel.block[1] = r.u.kernel.block[2] = 1;
-	for (int i = 0; links[i] >= 0; i++)
-		r.u.kernel.links[r.u.kernel.nlinks++] = (uint64_t)links[i];
+	for (int i = 0; links[i] >= 0; i++) {
+		cr_assert_lt(r.u.kernel.nlinks, TRACE_MAX_LINKS);
+		ids[r.u.kernel.nlinks++] = (uint64_t)links[i];
+	}
+	r.u.kernel.links = ids;
 	cr_assert_eq(trace_writer_record(t->w, &r), 0);
 }
 

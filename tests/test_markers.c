@@ -117,7 +117,7 @@ static void kernel(struct trace_writer *w, uint64_t t, uint64_t link)
 	r.u.kernel.grid[0] = r.u.kernel.grid[1] = r.u.kernel.grid[2] = 1;
 	r.u.kernel.block[0] = r.u.kernel.block[1] = r.u.kernel.block[2] = 32;
 	r.u.kernel.nlinks = 1;
-	r.u.kernel.links[0] = link;
+	r.u.kernel.links = &link;
 	cr_assert_eq(trace_writer_record(w, &r), 0);
 }
 

@@ -50,6 +50,9 @@ static const char *tpath(const char *name)
 
 TestSuite(trace, .init = make_tdir, .fini = rm_tdir);
 
+/* The sample kernel's links: the records outlive sample_records(). */
+static const uint64_t sample_links[] = {0, 1};
+
 /* Builds one record of each type; ids from the writer's intern table. */
 static int sample_records(struct trace_rec *recs, uint32_t kname, uint32_t rname,
 			  uint32_t aname, uint32_t src)
@@ -74,7 +77,7 @@ static int sample_records(struct trace_rec *recs, uint32_t kname, uint32_t rname
 	r->end = 1000000005000ull;
 	r->u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {128, 2, 1},
 					    .block = {256, 1, 1}, .regs = 32, .smem = 49152,
-					    .corr = 100, .nlinks = 2, .links = {0, 1}};
+					    .corr = 100, .nlinks = 2, .links = sample_links};
 	r = &recs[n++];
 	r->type = TREC_MEMCPY;
 	r->start = 1000000000020ull;
@@ -145,8 +148,9 @@ static void assert_same(const struct trace_rec *a, const struct trace_rec *b)
 		break;
 	case TREC_KERNEL:
 		cr_assert_eq(a->u.kernel.nlinks, b->u.kernel.nlinks);
-		cr_assert_arr_eq(a->u.kernel.links, b->u.kernel.links,
-				 a->u.kernel.nlinks * sizeof(uint64_t));
+		if (a->u.kernel.nlinks) /* links may be NULL without any */
+			cr_assert_arr_eq(a->u.kernel.links, b->u.kernel.links,
+					 a->u.kernel.nlinks * sizeof(uint64_t));
 		cr_assert_arr_eq(a->u.kernel.grid, b->u.kernel.grid, sizeof a->u.kernel.grid);
 		cr_assert_arr_eq(a->u.kernel.block, b->u.kernel.block, sizeof a->u.kernel.block);
 		cr_assert_eq(a->u.kernel.name, b->u.kernel.name);
@@ -623,7 +627,7 @@ Test(trace, graph_fields_round_trip)
 	r->end = 1100;
 	r->u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {1, 1, 1},
 					    .block = {32, 1, 1}, .corr = 50, .nlinks = 1,
-					    .links = {0}, .graph = 3, .graph_node = 42};
+					    .links = (const uint64_t[]){0}, .graph = 3, .graph_node = 42};
 	/* graph without links: links written '-' */
 	r = &recs[n++];
 	r->type = TREC_KERNEL;
@@ -763,4 +767,74 @@ Test(trace, bad_graph_field_count)
 			"bad <graph> in 'c' record");
 	expect_bad_text("g7.trace", "k 10 +5 7 0 1,1,1 1,1,1 0 0 9 - 1 x\n", 3,
 			"bad <node> in 'k' record");
+}
+
+/* A kernel's links live outside the record: the writer reads them through
+ * the pointer (and refuses a count without an array); the reader's point
+ * into the reader, reused by the next kernel. */
+Test(trace, kernel_links_outside_the_record)
+{
+	const char *path = tpath("links.trace");
+	char err[512];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	struct trace_header h = {.producer = "test"};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	uint32_t kname = trace_writer_intern(w, "k");
+	struct trace_rec r;
+	for (int i = 0; i < 3; i++) {
+		memset(&r, 0, sizeof r);
+		r.type = TREC_ALLOC;
+		r.start = r.end = 100 + (uint64_t)i;
+		r.u.mem = (struct trace_mem){.addr = 0x1000 * (uint64_t)(i + 1), .bytes = 256,
+					     .stream = 7, .kind = TMEM_DEVICE, .source = TRACE_NO_STRING};
+		cr_assert_eq(trace_writer_record(w, &r), 0);
+	}
+	uint64_t ids[TRACE_MAX_LINKS];
+	memset(&r, 0, sizeof r);
+	r.type = TREC_KERNEL;
+	r.start = 200;
+	r.end = 210;
+	r.u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {1, 1, 1},
+					    .block = {1, 1, 1}, .corr = 1, .nlinks = 2, .links = ids};
+	ids[0] = 0;
+	ids[1] = 2;
+	cr_assert_eq(trace_writer_record(w, &r), 0);
+	ids[0] = 1; /* the writer took the ids during the call */
+	r.start = 220;
+	r.end = 230;
+	r.u.kernel.nlinks = 1;
+	cr_assert_eq(trace_writer_record(w, &r), 0);
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+
+	struct trace_reader *rd = trace_reader_open(path);
+	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
+	struct trace_rec a, b;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(trace_reader_next(rd, &a), TRACE_OK, "%s", trace_reader_error(rd));
+	cr_assert_eq(trace_reader_next(rd, &a), TRACE_OK, "%s", trace_reader_error(rd));
+	cr_assert_eq(a.type, TREC_KERNEL);
+	cr_assert_eq(a.u.kernel.nlinks, 2);
+	cr_assert_not_null(a.u.kernel.links);
+	cr_assert_eq(a.u.kernel.links[0], 0);
+	cr_assert_eq(a.u.kernel.links[1], 2);
+	cr_assert_lt(sizeof a, 128, "a trace_rec carries no link array");
+	cr_assert_eq(trace_reader_next(rd, &b), TRACE_OK, "%s", trace_reader_error(rd));
+	cr_assert_eq(b.u.kernel.nlinks, 1);
+	cr_assert_eq(b.u.kernel.links[0], 1);
+	cr_assert_eq(a.u.kernel.links, b.u.kernel.links, "both point into the reader");
+	trace_reader_close(rd);
+
+	w = trace_writer_open(tpath("nolinks.trace"), TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	kname = trace_writer_intern(w, "k");
+	memset(&r, 0, sizeof r);
+	r.type = TREC_KERNEL;
+	r.start = 200;
+	r.end = 210;
+	r.u.kernel = (struct trace_kernel){.stream = 7, .name = kname, .grid = {1, 1, 1},
+					    .block = {1, 1, 1}, .nlinks = 2, .links = NULL};
+	cr_assert_lt(trace_writer_record(w, &r), 0, "a link count without links");
+	trace_writer_abort(w);
 }

@@ -93,10 +93,17 @@ struct trace_kernel {        /* TREC_KERNEL */
 	uint32_t regs;
 	uint32_t smem;       /* static + dynamic shared memory bytes */
 	uint64_t corr;
-	uint32_t nlinks;     /* allocation ids the kernel touches */
+	uint32_t nlinks;     /* allocation ids the kernel touches (at most TRACE_MAX_LINKS) */
 	uint32_t graph;      /* CUPTI graphId: the CUDA graph it was launched from, 0 = none */
 	uint64_t graph_node; /* CUPTI graphNodeId, 0 = none */
-	uint64_t links[TRACE_MAX_LINKS];
+	/* Those ids, links[0 .. nlinks). Not in the record: it points at
+	 * storage its producer owns. From trace_reader_next(), the reader's,
+	 * valid until the next trace_reader_next(), trace_reader_rewind() or
+	 * trace_reader_close() on that reader (copy them to keep them; a copy
+	 * of the record shares them). A producer points it at an array of its
+	 * own (e.g. a uint64_t[TRACE_MAX_LINKS] in its state) that lives until
+	 * trace_writer_record() returns. May be NULL when nlinks is 0. */
+	const uint64_t *links;
 };
 
 struct trace_copy {          /* TREC_MEMCPY, TREC_MEMSET */
@@ -136,7 +143,9 @@ struct trace_segment {       /* TREC_SEGMENT */
 	uint32_t stream;
 };
 
-/* One record. `start` orders the trace; `end` == `start` for instant events. */
+/* One record. `start` orders the trace; `end` == `start` for instant events.
+ * Small (about 100 bytes) and plain to copy: a kernel's links are not in it
+ * (struct trace_kernel says whose storage they are in). */
 struct trace_rec {
 	enum trace_rec_type type;
 	uint64_t start, end;     /* nanoseconds in the trace's time base */
@@ -205,6 +214,8 @@ const struct trace_header *trace_reader_header(const struct trace_reader *r);
  * end of the stream, or a negative error (message in trace_reader_error()).
  * String definitions, labels and the trailer are consumed internally.
  * Records must not go back in time (start non-decreasing).
+ * A kernel record's links point into the reader's storage: valid until the
+ * next trace_reader_next(), trace_reader_rewind() or trace_reader_close().
  */
 int trace_reader_next(struct trace_reader *r, struct trace_rec *rec);
 
@@ -251,7 +262,8 @@ int trace_writer_header(struct trace_writer *w, const struct trace_header *h);
 /* Intern a string: returns its id, writing its 'S' line the first time. */
 uint32_t trace_writer_intern(struct trace_writer *w, const char *s);
 
-/* Write one record (string ids must come from trace_writer_intern). */
+/* Write one record (string ids must come from trace_writer_intern). A
+ * kernel's links are read through rec->u.kernel.links during the call. */
 int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec);
 
 /* Flush what is written so far to the file (a crash after this leaves a

@@ -552,6 +552,7 @@ static int rd_kernel(struct trace_reader *r, const char *p, struct trace_rec *re
 	TRY(rd_u32(r, &p, 'k', "smem", &k->smem));
 	TRY(rd_u64(r, &p, 'k', "corr", &k->corr));
 	k->nlinks = 0;
+	k->links = r->links;
 	if (*p == '-') {
 		TRY(rd_sep(r, &p, p + 1, 'k', "links", p));
 	} else if (*p != '\n') {
@@ -564,7 +565,7 @@ static int rd_kernel(struct trace_reader *r, const char *p, struct trace_rec *re
 			if (k->nlinks == TRACE_MAX_LINKS)
 				return rd_fail_at(r, TRACE_ERR_FORMAT, r->lineno,
 						  "'k' record has more than %d links", TRACE_MAX_LINKS);
-			k->links[k->nlinks++] = id;
+			r->links[k->nlinks++] = id;
 			p = q;
 			if (*p != ',')
 				break;

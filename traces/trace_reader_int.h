@@ -75,6 +75,7 @@ struct trace_reader {
 	struct trace_header hdr;
 	size_t label_cap;
 	struct trace_trailer trailer;
+	uint64_t links[TRACE_MAX_LINKS]; /* the last kernel record's links (trace.h) */
 	int direct_known;    /* whether the input is gzip has been looked at */
 	int use_thread;      /* gzip: inflate in a helper thread */
 	struct rd_inflater *zt; /* that thread while it runs, else NULL */

@@ -477,6 +477,9 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec)
 		if (k->nlinks > TRACE_MAX_LINKS)
 			return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64 ": %" PRIu32
 				       " links (most %d)", w->nrecords, k->nlinks, TRACE_MAX_LINKS);
+		if (k->nlinks && !k->links)
+			return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64 ": %" PRIu32
+				       " links but no link array", w->nrecords, k->nlinks);
 		p = wr_stream(p, k->stream);
 		p = wr_sp_u64(p, k->name);
 		for (int d = 0; d < 2; d++) {

@@ -45,7 +45,7 @@ static int ev_match(const struct bf_trace *A, size_t ea, const struct bf_trace *
 					"a free where the other has an allocation";
 		return 0;
 	}
-	const struct bf_rec *rx = &A->rec[x->rec], *ry = &B->rec[y->rec];
+	const struct trace_rec *rx = &A->rec[x->rec], *ry = &B->rec[y->rec];
 	if (rx->u.mem.stream != ry->u.mem.stream) {
 		*why = "a different stream";
 		return 0;
@@ -84,7 +84,7 @@ static void describe_site(const struct bf_trace *t, size_t e, char *buf, size_t 
 		return;
 	}
 	const struct bf_event *ev = &t->ev[e];
-	const struct bf_rec *r = &t->rec[ev->rec];
+	const struct trace_rec *r = &t->rec[ev->rec];
 	const char *rn = ev->site != NO_IDX ? tstr(t, t->alloc_range[ev->site]) : NULL;
 	if (ev->type == 'a')
 		snprintf(buf, len, "%s:%" PRIu64 " (batch %" PRIu64 "): allocation site %zu, %" PRIu64

@@ -179,8 +179,8 @@ int bf_fit(struct bf_trace *const *traces, size_t n, const struct bf_options *o,
 			break;
 		}
 		for (size_t i = 0; i < A->nkern; i++)
-			if (!streq_null(tstr(A, A->rec[A->kern[i]].u.k.name),
-					tstr(B, B->rec[B->kern[i]].u.k.name))) {
+			if (!streq_null(tstr(A, A->rec[A->kern[i]].u.kernel.name),
+					tstr(B, B->rec[B->kern[i]].u.kernel.name))) {
 				rep->kernels_aligned = 0;
 				break;
 			}

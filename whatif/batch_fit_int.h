@@ -10,9 +10,10 @@
  *   batch_fit_synth.c  the trace at another batch size; the steady state
  *   batch_fit_live.c   what is live at a line (maxbatch, explain batch)
  *
- * Traces are held in memory in a compact form (kernel links in a side pool)
- * because alignment needs random access to every capture at once; the
- * captures this is meant for are single training runs of a few steps.
+ * Traces are held in memory as the reader's records (struct trace_rec, with
+ * kernel links in the trace's own pool) because alignment needs random
+ * access to every capture at once; the captures this is meant for are
+ * single training runs of a few steps.
  *
  * Alignment works on the sequence of memory events (allocations and frees,
  * a free named by the site it frees). Captures whose events match position
@@ -36,26 +37,6 @@
 
 #define NO_IDX SIZE_MAX
 
-/* A record without the 64-link array: links live in the trace's pool. */
-struct bf_rec {
-	enum trace_rec_type type;
-	uint64_t start, end, line;
-	union {
-		struct trace_mem mem;
-		struct {
-			uint32_t stream, name, grid[3], block[3], regs, smem, nlinks, graph;
-			uint64_t corr, graph_node;
-			size_t link_off;
-		} k;
-		struct trace_copy copy;
-		struct trace_sync sync;
-		struct trace_range range;
-		struct trace_api api;
-		struct trace_control control;
-		struct trace_segment segment;
-	} u;
-};
-
 /* One memory event, for alignment. */
 struct bf_event {
 	char type;        /* 'a' or 'f' */
@@ -69,9 +50,9 @@ struct bf_trace {
 	struct trace_header hdr;      /* owned copies */
 	char **str;
 	uint32_t nstr;
-	struct bf_rec *rec;
+	struct trace_rec *rec;        /* as read; a kernel's links point into links */
 	size_t nrec;
-	uint64_t *links;
+	uint64_t *links;              /* every kernel's links, in record order */
 	size_t nlinks;
 	/* derived */
 	size_t nalloc;

@@ -54,7 +54,7 @@ int bf_live_at(const struct bf_trace *t, uint64_t line, struct bf_live *out)
 	if (line == 0) {
 		size_t site = 0;
 		for (size_t i = 0; i < t->nrec; i++) {
-			const struct bf_rec *r = &t->rec[i];
+			const struct trace_rec *r = &t->rec[i];
 			if (r->type == TREC_ALLOC) {
 				cur += r->u.mem.bytes;
 				live[site++] = 1;
@@ -73,7 +73,7 @@ int bf_live_at(const struct bf_trace *t, uint64_t line, struct bf_live *out)
 	}
 	size_t site = 0;
 	for (size_t i = 0; i < t->nrec && t->rec[i].line <= line; i++) {
-		const struct bf_rec *r = &t->rec[i];
+		const struct trace_rec *r = &t->rec[i];
 		if (r->type == TREC_ALLOC)
 			live[site++] = 1;
 		else if (r->type == TREC_FREE && t->free_site[i] != NO_IDX)
@@ -83,7 +83,7 @@ int bf_live_at(const struct bf_trace *t, uint64_t line, struct bf_live *out)
 	for (size_t s = 0; s < t->nalloc; s++) {
 		if (!live[s])
 			continue;
-		const struct bf_rec *a = &t->rec[t->alloc_rec[s]];
+		const struct trace_rec *a = &t->rec[t->alloc_rec[s]];
 		uint64_t b = a->u.mem.bytes;
 		out->total += b;
 		out->nlive++;

@@ -1,7 +1,7 @@
 /*
  * batch_fit_load.c: the batch-size what-if, stage 1: a capture into memory
- * (batch_fit.h; what the stages share: batch_fit_int.h). The records in a
- * compact form (kernel links in a side pool), the strings and the header;
+ * (batch_fit.h; what the stages share: batch_fit_int.h). The records as
+ * read (kernel links in the trace's pool), the strings and the header;
  * derived from them the allocation sites, the record of each site's free,
  * the innermost NVTX range of each allocation, the workspace, search and
  * foreign flags, and the memory events alignment works on.
@@ -131,7 +131,7 @@ static int derive(struct bf_trace *t)
 		goto out;
 	size_t site = 0, nk = 0;
 	for (size_t i = 0; i < t->nrec; i++) {
-		const struct bf_rec *r = &t->rec[i];
+		const struct trace_rec *r = &t->rec[i];
 		t->free_site[i] = NO_IDX;
 		/* drop every range that has ended (not only the top: a range
 		 * written late can sit above one that is still open) */
@@ -157,7 +157,7 @@ static int derive(struct bf_trace *t)
 			t->alloc_rec[site] = i;
 			t->alloc_free_rec[site] = NO_IDX;
 			if (nstack) {
-				const struct bf_rec *rg = &t->rec[stack[nstack - 1]];
+				const struct trace_rec *rg = &t->rec[stack[nstack - 1]];
 				t->alloc_range[site] = rg->u.range.name;
 				range_end[site] = rg->end;
 			} else {
@@ -182,7 +182,7 @@ static int derive(struct bf_trace *t)
 		}
 	}
 	for (size_t s = 0; s < t->nalloc; s++) {
-		const struct bf_rec *a = &t->rec[t->alloc_rec[s]];
+		const struct trace_rec *a = &t->rec[t->alloc_rec[s]];
 		const char *rname = tstr(t, t->alloc_range[s]);
 		const char *src = tstr(t, a->u.mem.source);
 		int ws = has_ci(src, "cudnn") || has_ci(src, "cublas");
@@ -208,58 +208,54 @@ out:
 	return ret;
 }
 
-static int push_rec(struct bf_trace *t, size_t *cap, const struct trace_rec *in)
+/* Append IN to T: the record as read, its kernel links into T's pool (the
+ * reader's are gone at its next record; the pool moves while it grows, so
+ * bf_load points the kernels at it once it is complete). */
+static int push_rec(struct bf_trace *t, size_t *cap, size_t *cap_links,
+		    const struct trace_rec *in)
 {
 	if (t->nrec == *cap) {
 		size_t nc = *cap ? *cap * 2 : 4096;
-		struct bf_rec *n = realloc(t->rec, nc * sizeof *n);
+		struct trace_rec *n = realloc(t->rec, nc * sizeof *n);
 		if (!n)
 			return -1;
 		t->rec = n;
 		*cap = nc;
 	}
-	struct bf_rec *r = &t->rec[t->nrec++];
-	memset(r, 0, sizeof *r);
-	r->type = in->type;
-	r->start = in->start;
-	r->end = in->end;
-	r->line = in->line;
-	switch (in->type) {
-	case TREC_ALLOC:
-	case TREC_FREE: r->u.mem = in->u.mem; break;
-	case TREC_KERNEL: {
-		const struct trace_kernel *k = &in->u.kernel;
-		r->u.k.stream = k->stream;
-		r->u.k.name = k->name;
-		memcpy(r->u.k.grid, k->grid, sizeof k->grid);
-		memcpy(r->u.k.block, k->block, sizeof k->block);
-		r->u.k.regs = k->regs;
-		r->u.k.smem = k->smem;
-		r->u.k.corr = k->corr;
-		r->u.k.graph = k->graph;
-		r->u.k.graph_node = k->graph_node;
-		r->u.k.nlinks = k->nlinks;
-		r->u.k.link_off = t->nlinks;
-		if (k->nlinks) {
-			uint64_t *nl = realloc(t->links, (t->nlinks + k->nlinks) * sizeof *nl);
-			if (!nl)
-				return -1;
-			t->links = nl;
-			memcpy(t->links + t->nlinks, k->links, k->nlinks * sizeof *nl);
-			t->nlinks += k->nlinks;
-		}
-		break;
+	struct trace_rec *r = &t->rec[t->nrec++];
+	*r = *in;
+	if (in->type != TREC_KERNEL)
+		return 0;
+	r->u.kernel.links = NULL;
+	uint32_t n = in->u.kernel.nlinks;
+	if (!n)
+		return 0;
+	if (t->nlinks + n > *cap_links) {
+		size_t nc = *cap_links ? *cap_links * 2 : 4096;
+		while (nc < t->nlinks + n)
+			nc *= 2;
+		uint64_t *nl = realloc(t->links, nc * sizeof *nl);
+		if (!nl)
+			return -1;
+		t->links = nl;
+		*cap_links = nc;
 	}
-	case TREC_MEMCPY:
-	case TREC_MEMSET: r->u.copy = in->u.copy; break;
-	case TREC_SYNC: r->u.sync = in->u.sync; break;
-	case TREC_RANGE: r->u.range = in->u.range; break;
-	case TREC_API: r->u.api = in->u.api; break;
-	case TREC_CONTROL: r->u.control = in->u.control; break;
-	case TREC_SEGMENT: r->u.segment = in->u.segment; break;
-	default: break;
-	}
+	memcpy(t->links + t->nlinks, in->u.kernel.links, n * sizeof *t->links);
+	t->nlinks += n;
 	return 0;
+}
+
+/* Point every kernel at its links in T's pool (in record order). */
+static void link_kernels(struct bf_trace *t)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < t->nrec; i++) {
+		struct trace_kernel *k = &t->rec[i].u.kernel;
+		if (t->rec[i].type != TREC_KERNEL || !k->nlinks)
+			continue;
+		k->links = t->links + off;
+		off += k->nlinks;
+	}
 }
 
 /* Whole trace into memory; see batch_fit.h. */
@@ -268,7 +264,7 @@ int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen)
 	struct trace_reader *r = NULL;
 	struct bf_trace *t = calloc(1, sizeof *t);
 	struct trace_rec rec;
-	size_t cap = 0;
+	size_t cap = 0, cap_links = 0;
 	int ret = -1;
 
 	*out = NULL;
@@ -291,7 +287,7 @@ int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen)
 	}
 	int rc;
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
-		if (push_rec(t, &cap, &rec) < 0) {
+		if (push_rec(t, &cap, &cap_links, &rec) < 0) {
 			snprintf(err, errlen, "%s: out of memory", path);
 			goto out;
 		}
@@ -300,6 +296,7 @@ int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
+	link_kernels(t);
 	t->nstr = trace_reader_nstrings(r);
 	t->str = calloc(t->nstr ? t->nstr : 1, sizeof *t->str);
 	if (!t->str)

@@ -58,14 +58,14 @@ static int synth_times(const struct bf_model *m, const struct bf_trace *T, uint6
 		for (size_t i = 0; i < T->nkern; i++) {
 			for (size_t k = 0; k < n; k++) {
 				const struct bf_trace *B = m->sorted[k];
-				const struct bf_rec *r = &B->rec[B->kern[i]];
+				const struct trace_rec *r = &B->rec[B->kern[i]];
 				y[k] = (double)(r->start - B->rec[0].start);
 			}
 			pred[T->kern[i]] = fit_at(x, y, n, xb);
 			anchor[T->kern[i]] = 1;
 			for (size_t k = 0; k < n; k++) {
 				const struct bf_trace *B = m->sorted[k];
-				const struct bf_rec *r = &B->rec[B->kern[i]];
+				const struct trace_rec *r = &B->rec[B->kern[i]];
 				y[k] = (double)(r->end - r->start);
 			}
 			double d = fit_at(x, y, n, xb);
@@ -123,7 +123,7 @@ static int synth_times(const struct bf_model *m, const struct bf_trace *T, uint6
  * times and bytes as captured. Returns 1 for records that are not carried
  * over: 'g' segment records and OOM markers belong to the captured run. */
 static int rec_out(struct trace_writer *w, const struct bf_trace *T, uint32_t *sid,
-		   const struct bf_rec *r, struct trace_rec *o)
+		   const struct trace_rec *r, struct trace_rec *o)
 {
 #define SID(x) ((x) == TRACE_NO_STRING || (x) >= T->nstr ? TRACE_NO_STRING : \
 	(sid[(x)] != TRACE_NO_STRING ? sid[(x)] : (sid[(x)] = trace_writer_intern(w, T->str[(x)]))))
@@ -145,21 +145,11 @@ static int rec_out(struct trace_writer *w, const struct bf_trace *T, uint32_t *s
 		o->u.mem = r->u.mem;
 		o->u.mem.source = SID(r->u.mem.source);
 		break;
-	case TREC_KERNEL: {
-		struct trace_kernel *k = &o->u.kernel;
-		k->stream = r->u.k.stream;
-		k->name = SID(r->u.k.name);
-		memcpy(k->grid, r->u.k.grid, sizeof k->grid);
-		memcpy(k->block, r->u.k.block, sizeof k->block);
-		k->regs = r->u.k.regs;
-		k->smem = r->u.k.smem;
-		k->corr = r->u.k.corr;
-		k->graph = r->u.k.graph;
-		k->graph_node = r->u.k.graph_node;
-		k->nlinks = r->u.k.nlinks;
-		memcpy(k->links, T->links + r->u.k.link_off, r->u.k.nlinks * sizeof *k->links);
+	case TREC_KERNEL:
+		/* its links stay where they are: in T's pool, which T owns */
+		o->u.kernel = r->u.kernel;
+		o->u.kernel.name = SID(r->u.kernel.name);
 		break;
-	}
 	case TREC_MEMCPY:
 	case TREC_MEMSET: o->u.copy = r->u.copy; break;
 	case TREC_SYNC: o->u.sync = r->u.sync; break;
@@ -247,7 +237,7 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 	uint64_t nwritten = 0;
 	size_t site = 0;
 	for (size_t i = 0; i < T->nrec; i++) {
-		const struct bf_rec *r = &T->rec[i];
+		const struct trace_rec *r = &T->rec[i];
 		struct trace_rec o;
 		if (rec_out(w, T, sid, r, &o))
 			continue; /* 'g' and OOM records: the capture's, not this batch's */

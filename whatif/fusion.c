@@ -832,6 +832,7 @@ struct fz_out {
 	uint32_t *sid;               /* reader sid -> writer sid + 1 (0: not yet) */
 	size_t cap_sid;
 	uint64_t *newid;             /* old allocation id -> new */
+	uint64_t links[TRACE_MAX_LINKS]; /* the written kernel's links, renumbered */
 };
 
 static int map_sid(struct fz_out *o, const struct trace_reader *rd, uint32_t sid, uint32_t *out)
@@ -942,6 +943,7 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 			}
 			if (z->gsize[hd] > 1) {
 				/* the chain becomes one kernel here, where all its buffers exist */
+				uint64_t *links = o.links;
 				uint32_t n = 0;
 				for (uint32_t m = hd; m != NONE; m = z->next[m]) {
 					const struct fz_kernel *km = &z->k[m];
@@ -954,13 +956,14 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 						if (z->elim[id])
 							continue;
 						uint32_t j;
-						for (j = 0; j < n && k->links[j] != o.newid[id]; j++)
+						for (j = 0; j < n && links[j] != o.newid[id]; j++)
 							;
 						if (j == n && n < TRACE_MAX_LINKS)
-							k->links[n++] = o.newid[id];
+							links[n++] = o.newid[id];
 					}
 				}
 				k->nlinks = n;
+				k->links = links;
 				rec.end = rec.start + z->fused_dur[hd];
 				fused_name(z, rd, hd, name, FUSED_NAME_MAX);
 				uint32_t sid = trace_writer_intern(o.w, name);
@@ -969,7 +972,8 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 				k->name = sid;
 			} else {
 				for (uint32_t l = 0; l < k->nlinks; l++)
-					k->links[l] = o.newid[k->links[l]];
+					o.links[l] = o.newid[k->links[l]];
+				k->links = o.links;
 				if (map_sid(&o, rd, k->name, &k->name) < 0)
 					goto nomem;
 			}

@@ -154,7 +154,8 @@ static int gpu_probe_check(const char *trace, const char *expect)
 				kerns[nk].start = rec.start;
 				kerns[nk].nlinks = rec.u.kernel.nlinks;
 				kerns[nk].stream = rec.u.kernel.stream;
-				memcpy(kerns[nk].links, rec.u.kernel.links, sizeof(kerns[nk].links));
+				memcpy(kerns[nk].links, rec.u.kernel.links,
+				       kerns[nk].nlinks * sizeof(kerns[nk].links[0]));
 				nk++;
 			}
 			break;
