@@ -45,4 +45,24 @@ int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 
+/*
+ * One option of a command. Each command has one table of them: its usage
+ * text is printed from it (cli_usage) and its parser accepts what it names
+ * (cli_opt_match), so the two cannot drift apart.
+ */
+struct cli_opt {
+	const char *name;   /* "--db"; aliases separated by '|': "-o|--output" */
+	const char *arg;    /* "FILE", or NULL for a flag */
+	const char *help;   /* one line; '\n' starts a continuation line */
+};
+#define CLI_OPT_END {NULL, NULL, NULL}
+
+/* "usage: gpumemsim SYNOPSIS", a blank line, INTRO (may be NULL; ends in
+ * '\n'), then one aligned line per option of OPTS, then OUTRO (may be NULL). */
+void cli_usage(FILE *f, const char *synopsis, const char *intro, const struct cli_opt *opts,
+	       const char *outro);
+
+/* The entry of OPTS whose name (or one of its aliases) is ARG, or NULL. */
+const struct cli_opt *cli_opt_match(const struct cli_opt *opts, const char *arg);
+
 #endif /* CLI_CLI_H */

@@ -40,3 +40,47 @@ int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out)
 	*out = (uint32_t)n;
 	return 0;
 }
+
+/* Width of "NAME ARG" as printed in the option list. */
+static size_t opt_width(const struct cli_opt *o)
+{
+	return strlen(o->name) + (o->arg ? 1 + strlen(o->arg) : 0);
+}
+
+void cli_usage(FILE *f, const char *synopsis, const char *intro, const struct cli_opt *opts,
+	       const char *outro)
+{
+	size_t w = 0;
+	fprintf(f, "usage: gpumemsim %s\n\n", synopsis);
+	if (intro)
+		fputs(intro, f);
+	for (const struct cli_opt *o = opts; o && o->name; o++)
+		if (opt_width(o) > w)
+			w = opt_width(o);
+	for (const struct cli_opt *o = opts; o && o->name; o++) {
+		int n = fprintf(f, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		fprintf(f, "%*s", (int)(w + 2 - (size_t)(n - 2)) + 1, "");
+		for (const char *h = o->help; *h; h++) {
+			fputc(*h, f);
+			if (*h == '\n')
+				fprintf(f, "%*s", (int)w + 5, "");
+		}
+		fputc('\n', f);
+	}
+	if (outro)
+		fputs(outro, f);
+}
+
+const struct cli_opt *cli_opt_match(const struct cli_opt *opts, const char *arg)
+{
+	size_t la = strlen(arg);
+	for (const struct cli_opt *o = opts; o && o->name; o++) {
+		for (const char *p = o->name; *p;) {
+			size_t l = strcspn(p, "|");
+			if (l == la && !strncmp(p, arg, l))
+				return o;
+			p += l + (p[l] == '|');
+		}
+	}
+	return NULL;
+}

@@ -98,16 +98,21 @@ static int print_row(void *vctx, int ncols, const char *const *c)
 	return 0;
 }
 
+static const struct cli_opt table_opts[] = {
+	{"--db", "FILE", "results database (default " CLI_DEFAULT_DB ")"},
+	{"--json", NULL, "one JSON array of row objects on stdout"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fputs("usage: gpumemsim table [--db results.db] [--json]\n\n"
-	      "Per trace, every stored policy and setting: peak reserved and allocated,\n"
-	      "reserved over the floor (peak of live requested bytes, which no allocator\n"
-	      "beats), device malloc/free counts, alloc retries, OOM, and the change against\n"
-	      "the same policy's default setting (WORSE when a setting raises the peak).\n"
-	      "The latest run of each trace/policy/setting/capacity is shown.\n"
-	      "  --db FILE   results database (default results.db)\n"
-	      "  --json      one JSON array of row objects on stdout\n", f);
+	cli_usage(f, "table [--db results.db] [--json]",
+		  "Per trace, every stored policy and setting: peak reserved and allocated,\n"
+		  "reserved over the floor (peak of live requested bytes, which no allocator\n"
+		  "beats), device malloc/free counts, alloc retries, OOM, and the change against\n"
+		  "the same policy's default setting (WORSE when a setting raises the peak).\n"
+		  "The latest run of each trace/policy/setting/capacity is shown.\n",
+		  table_opts, NULL);
 }
 
 int cmd_table(int argc, char **argv)
