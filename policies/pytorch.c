@@ -48,7 +48,7 @@
  * Not modelled: cross-stream frees (record_stream events; the traces carry
  * none yet), CUDA graph private pools, the free-memory callbacks.
  */
-#include "policy.h"
+#include "pytorch_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -58,115 +58,6 @@
 
 #include "../base/u64map.h"
 #include "../base/vec.h"
-
-#define MIB (1024ull * 1024ull)
-#define PT_MIN_BLOCK 512ull
-#define PT_SMALL_SIZE MIB
-#define PT_SMALL_BUFFER (2 * MIB)
-#define PT_LARGE_BUFFER (20 * MIB)
-#define PT_MIN_LARGE_ALLOC (10 * MIB)
-#define PT_ROUND_LARGE (2 * MIB)
-#define PT_DIV_INTERVALS 16
-#define PT_UNLIMITED UINT64_MAX
-
-/* ------------------------------------------------------------ blocks */
-
-struct pt_eseg;
-
-/* Key and treap links come first: a tree descent reads only those. */
-struct pt_block {
-	uint64_t addr;
-	uint64_t size;
-	uint32_t stream, prio;        /* prio: treap heap priority */
-	struct pt_block *l, *r, *up;  /* treap links (up: parent) */
-	struct pt_sidx *sx;           /* free-block index holding it, or NULL */
-	struct pt_tree *set;          /* the unmapped treap holding it, or NULL */
-	uint32_t cls;                 /* its size class while in sx */
-	uint64_t requested;
-	uint64_t gc_base;             /* pool's search count when put back */
-	uint8_t small;                /* which pool */
-	uint8_t allocated, mapped;
-	uint8_t live;                 /* in use (not on the free list) */
-	struct pt_eseg *eseg;         /* expandable segment, or NULL */
-	struct pt_block *prev, *next; /* neighbours inside the segment */
-};
-
-/* One expandable segment: a virtual range mapped page by page. */
-struct pt_eseg {
-	uint64_t base, size, page;
-	uint32_t stream;
-	int small;
-	struct pt_eseg *next_seg;
-};
-
-/* Unmapped blocks, by (stream, addr). */
-struct pt_tree {
-	struct pt_block *root;
-	size_t n;
-};
-
-/*
- * Size classes of the free-block index: exact 512 B steps below 2 MiB
- * (every small-pool block, and all sizes are multiples of 512 B), then
- * PT_SUB steps per power of two. The class is monotonic in the size, so
- * classes in order, each a treap by (size, addr), list a stream's blocks
- * in (size, addr) order.
- */
-#define PT_LIN_LOG 12                 /* classes 0..4095: size >> 9 */
-#define PT_SUB_LOG 6
-#define PT_SUB (1u << PT_SUB_LOG)
-#define PT_NCLS ((1u << PT_LIN_LOG) + (64u - 9u - PT_LIN_LOG) * PT_SUB)
-#define PT_NWORDS ((PT_NCLS + 63) / 64)
-#define PT_NSUMM ((PT_NWORDS + 63) / 64)
-
-/* One stream's free blocks of one pool. Invariant: bit c of bits is set
- * iff root[c] != NULL, bit w of summ iff bits[w] != 0. */
-struct pt_sidx {
-	uint32_t stream;
-	uint64_t summ[PT_NSUMM];
-	uint64_t bits[PT_NWORDS];
-	struct pt_block *root[PT_NCLS];
-};
-
-struct pt_pool {
-	struct pt_sidx **sx;          /* per-stream indexes, by stream id */
-	size_t nsx, capsx;
-	struct pt_sidx *last;         /* the one used last (lookup cache) */
-	size_t nfree;                 /* free mapped blocks in all of sx */
-	struct pt_tree unmapped;
-	uint64_t search_count;        /* get_free_blocks_call_count */
-	int small;
-};
-
-struct pt_stat { uint64_t cur, peak; };
-
-struct pytorch_state {
-	struct sim_device *dev;
-	uint64_t capacity;
-	/* knobs */
-	uint64_t max_split;
-	uint64_t max_non_split_rounding;
-	uint32_t divisions[PT_DIV_INTERVALS];
-	double gc_threshold;
-	int expandable;
-	int set_fraction;
-	double fraction;
-	uint64_t allowed;             /* fraction x capacity */
-	/* state */
-	struct pt_pool small, large;
-	struct u64map active;         /* addr -> block pointer */
-	uint64_t total_reserved;      /* total_allocated_memory in PyTorch */
-	struct pt_eseg *esegs;
-	struct pt_block *free_list;   /* recycled block structs */
-	struct pt_block **chunks;     /* slabs, for fini */
-	size_t nchunks, capchunks;
-	uint32_t rng;
-	/* stats */
-	struct pt_stat allocated, reserved, active_b, inactive_split, requested;
-	uint64_t num_device_alloc, num_device_free, num_alloc_retries, num_ooms;
-	uint64_t num_allocs, num_frees, num_gc_frees;
-	int oom_error;                /* host allocation failure: stop politely */
-};
 
 static void stat_add(struct pt_stat *s, uint64_t v)
 {
@@ -185,7 +76,6 @@ static int block_is_split(const struct pt_block *b)
 	return b->prev || b->next;
 }
 
-#define BLOCKS_PER_CHUNK 4096
 
 static struct pt_block *block_new(struct pytorch_state *s)
 {
@@ -534,7 +424,7 @@ static struct pt_block **pool_snapshot(const struct pt_pool *p, size_t *n)
 	return a;
 }
 
-static void pool_free_index(struct pt_pool *p)
+void pool_free_index(struct pt_pool *p)
 {
 	for (size_t i = 0; i < p->nsx; i++)
 		free(p->sx[i]);
@@ -595,7 +485,7 @@ static void pool_remove(struct pytorch_state *s, struct pt_block *b)
 
 /* ------------------------------------------------------------ sizes */
 
-static int ilog2_u64(uint64_t v)
+int ilog2_u64(uint64_t v)
 {
 	return 63 - __builtin_clzll(v);
 }
@@ -1189,244 +1079,6 @@ static void pt_stats(void *st, policy_stat_fn emit, void *ctx)
 	if (s->set_fraction) /* the engine judges OOMs against this, not the device */
 		emit(ctx, "limit_bytes", (int64_t)s->allowed);
 	emit(ctx, "cached_free_bytes", (int64_t)cached);
-}
-
-/* ------------------------------------------------------------- knobs */
-
-static const struct policy_knob pytorch_knobs[] = {
-	{"max_split_size_mb", "<MiB>", "blocks this large are never split (default unlimited; > 20)"},
-	{"roundup_power2_divisions", "<n>|[<MiB>:<n>,...,>:<n>]",
-	 "round requests up to 1/n steps between powers of two (power of 2 or 0)"},
-	{"garbage_collection_threshold", "<0..1>",
-	 "with a fraction set, free old cached blocks above this share of it"},
-	{"expandable_segments", "True|False", "one growing mapped segment per stream and pool"},
-	{"max_non_split_rounding_mb", "<MiB>",
-	 "an oversize request may take a cached block up to this much larger (default 20)"},
-	{"fraction", "<0..1>", "set_per_process_memory_fraction: share of the device allowed"},
-	{"backend", "native", "only native here (cudaMallocAsync is the cuda_async policy)"},
-	{NULL, NULL, NULL},
-};
-
-static int is_pow2_or_zero(uint64_t v)
-{
-	return (v & (v - 1)) == 0;
-}
-
-/* "[256:1,512:2,>:4]": boundaries in MiB, as CUDAAllocatorConfig parses it. */
-static int parse_divisions_list(struct pytorch_state *s, const struct conf_kv *kv,
-				char *err, size_t errlen)
-{
-	const char *p = kv->value + 1;
-	size_t last = 0;
-	int first = 1;
-	for (;;) {
-		while (*p == ' ')
-			p++;
-		if (*p == ']')
-			break;
-		int gt = 0;
-		uint64_t boundary = 0;
-		char *end;
-		if (*p == '>') {
-			gt = 1;
-			p++;
-		} else {
-			if (*p < '0' || *p > '9')
-				goto bad;
-			boundary = strtoull(p, &end, 10);
-			p = end;
-		}
-		if (*p != ':')
-			goto bad;
-		p++;
-		if (*p < '0' || *p > '9')
-			goto bad;
-		uint64_t val = strtoull(p, &end, 10);
-		p = end;
-		if (!is_pow2_or_zero(val) || val > 1ull << 30) {
-			snprintf(err, errlen, "knob '%s': divisions must be a power of 2 or 0, got %" PRIu64,
-				 kv->key, val);
-			return -1;
-		}
-		if (gt) {
-			for (size_t i = first ? 0 : last + 1; i < PT_DIV_INTERVALS; i++)
-				s->divisions[i] = (uint32_t)val;
-		} else {
-			if (boundary == 0 || !is_pow2_or_zero(boundary)) {
-				snprintf(err, errlen, "knob '%s': interval boundary %" PRIu64
-					 " MiB must be a power of 2", kv->key, boundary);
-				return -1;
-			}
-			size_t idx = (size_t)ilog2_u64(boundary);
-			if (idx > PT_DIV_INTERVALS - 1)
-				idx = PT_DIV_INTERVALS - 1;
-			if (first) {
-				for (size_t i = 0; i < idx; i++)
-					s->divisions[i] = (uint32_t)val;
-			}
-			s->divisions[idx] = (uint32_t)val;
-			last = idx;
-		}
-		first = 0;
-		while (*p == ' ')
-			p++;
-		if (*p == ',') {
-			p++;
-			continue;
-		}
-		if (*p != ']')
-			goto bad;
-	}
-	if (p[1] != '\0')
-		goto bad;
-	return 0;
-bad:
-	snprintf(err, errlen, "knob '%s': malformed list '%s' (expected e.g. [256:1,512:2,>:4])",
-		 kv->key, kv->value);
-	return -1;
-}
-
-static int pt_init(void *st, const char *conf, const struct policy_env *env,
-		   char *err, size_t errlen)
-{
-	struct pytorch_state *s = st;
-	struct conf_kv kv;
-	const char *cur = conf;
-	int r;
-	s->dev = env->dev;
-	s->capacity = env->capacity ? env->capacity : device_capacity(env->dev);
-	s->max_split = PT_UNLIMITED;
-	s->max_non_split_rounding = PT_LARGE_BUFFER;
-	s->small.small = 1;
-	s->rng = 2463534242u;
-	u64map_init(&s->active);
-	while ((r = conf_next(&cur, &kv, err, errlen)) > 0) {
-		uint64_t v;
-		if (!strcmp(kv.key, "max_split_size_mb")) {
-			if (conf_u64(&kv, &v, err, errlen) < 0)
-				return -1;
-			if (v <= PT_LARGE_BUFFER / MIB || v > (UINT64_MAX / MIB)) {
-				snprintf(err, errlen, "knob 'max_split_size_mb': %" PRIu64
-					 " is too small, must be > %llu", v, PT_LARGE_BUFFER / MIB);
-				return -1;
-			}
-			s->max_split = v * MIB;
-		} else if (!strcmp(kv.key, "max_non_split_rounding_mb")) {
-			if (conf_u64(&kv, &v, err, errlen) < 0)
-				return -1;
-			if (v > UINT64_MAX / MIB / 2) {
-				snprintf(err, errlen, "knob 'max_non_split_rounding_mb': too large");
-				return -1;
-			}
-			s->max_non_split_rounding = v * MIB;
-		} else if (!strcmp(kv.key, "roundup_power2_divisions")) {
-			if (kv.value[0] == '[') {
-				if (parse_divisions_list(s, &kv, err, errlen) < 0)
-					return -1;
-			} else {
-				if (conf_u64(&kv, &v, err, errlen) < 0)
-					return -1;
-				if (!is_pow2_or_zero(v) || v > 1ull << 30) {
-					snprintf(err, errlen, "knob 'roundup_power2_divisions': must be a "
-						 "power of 2 or 0, got %" PRIu64, v);
-					return -1;
-				}
-				for (int i = 0; i < PT_DIV_INTERVALS; i++)
-					s->divisions[i] = (uint32_t)v;
-			}
-		} else if (!strcmp(kv.key, "garbage_collection_threshold")) {
-			double d;
-			if (conf_double(&kv, 0.0, 1.0, &d, err, errlen) < 0)
-				return -1;
-			if (d <= 0.0 || d >= 1.0) {
-				snprintf(err, errlen, "knob 'garbage_collection_threshold': must be "
-					 "greater than 0 and less than 1, got %s", kv.value);
-				return -1;
-			}
-			s->gc_threshold = d;
-		} else if (!strcmp(kv.key, "expandable_segments")) {
-			if (conf_bool(&kv, &s->expandable, err, errlen) < 0)
-				return -1;
-		} else if (!strcmp(kv.key, "fraction")) {
-			double d;
-			if (conf_double(&kv, 0.0, 1.0, &d, err, errlen) < 0)
-				return -1;
-			s->fraction = d;
-			s->set_fraction = 1;
-		} else if (!strcmp(kv.key, "backend")) {
-			if (!strcmp(kv.value, "cudaMallocAsync")) {
-				snprintf(err, errlen, "knob 'backend': cudaMallocAsync is modelled by "
-					 "the cuda_async policy (--policy cuda_async)");
-				return -1;
-			}
-			if (strcmp(kv.value, "native")) {
-				snprintf(err, errlen, "knob 'backend': expected native, got '%s'", kv.value);
-				return -1;
-			}
-		} else {
-			return conf_unknown("pytorch", pytorch_knobs, kv.key, err, errlen);
-		}
-	}
-	if (r < 0)
-		return -1;
-	if (s->set_fraction) {
-		if (!s->capacity) {
-			snprintf(err, errlen, "knob 'fraction': needs a device capacity "
-				 "(--capacity or the trace's total_memory)");
-			return -1;
-		}
-		s->allowed = (uint64_t)(s->fraction * (double)s->capacity);
-	}
-	return 0;
-}
-
-/* Give every segment and mapped range back to the device: the engine
- * checks that a finished policy holds no device memory. */
-static void return_all(struct pytorch_state *s)
-{
-	for (size_t c = 0; c < s->nchunks; c++) {
-		for (size_t i = 0; i < BLOCKS_PER_CHUNK; i++) {
-			struct pt_block *b = &s->chunks[c][i];
-			if (!b->live || b->prev)
-				continue;
-			uint64_t start = b->addr, len = 0;
-			for (struct pt_block *x = b; x; x = x->next) {
-				if (!b->eseg) {
-					len += x->size;
-					continue;
-				}
-				if (x->mapped) {
-					if (!len)
-						start = x->addr;
-					len += x->size;
-				}
-				if ((!x->mapped || !x->next) && len) {
-					device_unmap(s->dev, start, len);
-					len = 0;
-				}
-			}
-			if (!b->eseg)
-				device_free(s->dev, b->addr, len);
-		}
-	}
-}
-
-static void pt_fini(void *st)
-{
-	struct pytorch_state *s = st;
-	return_all(s);
-	for (size_t i = 0; i < s->nchunks; i++)
-		free(s->chunks[i]);
-	free(s->chunks);
-	while (s->esegs) {
-		struct pt_eseg *n = s->esegs->next_seg;
-		free(s->esegs);
-		s->esegs = n;
-	}
-	u64map_free(&s->active);
-	pool_free_index(&s->small);
-	pool_free_index(&s->large);
-	memset(s, 0, sizeof *s);
 }
 
 const struct alloc_policy policy_pytorch = {
