@@ -11,35 +11,43 @@
 #include "../include/gpumemsim.h"
 #include "cli.h"
 
+/* Indices into capture_opts, for the parse loop. */
+enum { CO_OUTPUT, CO_LABEL, CO_NO_LINKS, CO_API, CO_NO_SOURCE, CO_RECORD, CO_SYNCS };
+
+static const struct cli_opt capture_opts[] = {
+	[CO_OUTPUT] = {"-o|--output", "FILE", "trace to write (an existing FILE is replaced)"},
+	[CO_LABEL] = {"--label", "KEY=VALUE", "add a label to the trace header (repeatable)"},
+	[CO_NO_LINKS] = {"--no-links", NULL, "do not record kernel-to-buffer links (less overhead)"},
+	[CO_API] = {"--api", "MODE", "how host API calls are timed: callbacks (default: only the\n"
+				     "calls the trace keeps), activity (CUPTI records every call:\n"
+				     "slower), off (no API records, no step-time what-ifs)"},
+	[CO_NO_SOURCE] = {"--no-source", NULL,
+			  "do not ask CUPTI which library made each allocation: it\n"
+			  "slows every allocation call (use for step-time captures\n"
+			  "of programs that allocate per tensor)"},
+	[CO_RECORD] = {"--record", "LIST", "what to record, comma-separated: kernels, memory, copies,\n"
+					   "syncs, nvtx, all (default all; fewer, less overhead)"},
+	[CO_SYNCS] = {"--syncs", "MODE", "how synchronisations are recorded: callbacks (on the sync\n"
+					 "calls) or activity (CUPTI's SYNCHRONIZATION records)"},
+	CLI_OPT_END,
+};
+
 static void capture_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim capture [-o FILE] [--label KEY=VALUE]... [--no-links] [--api MODE]\n"
-		"                         [--no-source] [--record LIST] [--syncs MODE] -- CMD [ARGS]\n"
-		"\n"
-		"Run CMD with the CUPTI capture library injected and write one trace per\n"
-		"process that does CUDA work (kernels, copies, allocations): the first to\n"
-		"FILE (default " CAPTURE_DEFAULT_OUT "), others to FILE with their pid before\n"
-		"the .gz (FILE.PID without .gz), labelled capture_process=root|child.\n"
-		"gzip when FILE ends in .gz. CMD's exit status is passed through.\n"
-		"\n"
-		"  -o FILE            trace to write (an existing FILE is replaced)\n"
-		"  --label KEY=VALUE  add a label to the trace header (repeatable)\n"
-		"  --no-links         do not record kernel-to-buffer links (less overhead)\n"
-		"  --api MODE         how host API calls are timed: callbacks (default: only the\n"
-		"                     calls the trace keeps), activity (CUPTI records every call:\n"
-		"                     slower), off (no API records, no step-time what-ifs)\n"
-		"  --no-source        do not ask CUPTI which library made each allocation: it\n"
-		"                     slows every allocation call (use for step-time captures\n"
-		"                     of programs that allocate per tensor)\n"
-		"  --record LIST      what to record, comma-separated: kernels, memory, copies,\n"
-		"                     syncs, nvtx, all (default all; fewer, less overhead)\n"
-		"  --syncs MODE       how synchronisations are recorded: callbacks (on the sync\n"
-		"                     calls) or activity (CUPTI's SYNCHRONIZATION records)\n"
-		"\n"
-		"environment: GPUMEMSIM_CAPTURE_LIB  the library (default: " CAPTURE_LIB_NAME "\n"
-		"             next to the gpumemsim binary; build it with `make capture`)\n"
-		"             GPUMEMSIM_CAPTURE_FLUSH_MS, GPUMEMSIM_CAPTURE_LAG_MS: see capture/README.md\n");
+	cli_usage(f,
+		  "capture [-o FILE] [--label KEY=VALUE]... [--no-links] [--api MODE]\n"
+		  "                         [--no-source] [--record LIST] [--syncs MODE] -- CMD [ARGS]",
+		  "Run CMD with the CUPTI capture library injected and write one trace per\n"
+		  "process that does CUDA work (kernels, copies, allocations): the first to\n"
+		  "FILE (default " CAPTURE_DEFAULT_OUT "), others to FILE with their pid before\n"
+		  "the .gz (FILE.PID without .gz), labelled capture_process=root|child.\n"
+		  "gzip when FILE ends in .gz. CMD's exit status is passed through.\n"
+		  "\n",
+		  capture_opts,
+		  "\n"
+		  "environment: GPUMEMSIM_CAPTURE_LIB  the library (default: " CAPTURE_LIB_NAME "\n"
+		  "             next to the gpumemsim binary; build it with `make capture`)\n"
+		  "             GPUMEMSIM_CAPTURE_FLUSH_MS, GPUMEMSIM_CAPTURE_LAG_MS: see capture/README.md\n");
 }
 
 /* `gpumemsim capture ... -- CMD`: see capture_usage(). */
@@ -53,6 +61,7 @@ int cmd_capture(int argc, char **argv)
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		const struct cli_opt *opt = cli_opt_match(capture_opts, a);
 		if (!strcmp(a, "--")) {
 			i++;
 			break;
@@ -60,14 +69,14 @@ int cmd_capture(int argc, char **argv)
 			capture_usage(stdout);
 			rc = 0;
 			goto out;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+		} else if (opt == &capture_opts[CO_OUTPUT]) {
 			if (++i >= argc) {
 				fprintf(stderr, "gpumemsim capture: %s needs a file\n", a);
 				rc = EXIT_USAGE;
 				goto out;
 			}
 			out_arg = argv[i];
-		} else if (!strcmp(a, "--label")) {
+		} else if (opt == &capture_opts[CO_LABEL]) {
 			const char *kv = ++i < argc ? argv[i] : NULL;
 			const char *eq = kv ? strchr(kv, '=') : NULL;
 			const char *sp = kv ? strchr(kv, ' ') : NULL;
@@ -88,11 +97,11 @@ int cmd_capture(int argc, char **argv)
 			labels_len += l;
 			labels[labels_len++] = '\n';
 			labels[labels_len] = '\0';
-		} else if (!strcmp(a, "--no-links")) {
+		} else if (opt == &capture_opts[CO_NO_LINKS]) {
 			links = 0;
-		} else if (!strcmp(a, "--no-source")) {
+		} else if (opt == &capture_opts[CO_NO_SOURCE]) {
 			source = 0;
-		} else if (!strcmp(a, "--record")) {
+		} else if (opt == &capture_opts[CO_RECORD]) {
 			record = ++i < argc ? argv[i] : "";
 			unsigned bits;
 			if (cap_record_parse(record, &bits) < 0) {
@@ -101,7 +110,7 @@ int cmd_capture(int argc, char **argv)
 				rc = EXIT_USAGE;
 				goto out;
 			}
-		} else if (!strcmp(a, "--syncs")) {
+		} else if (opt == &capture_opts[CO_SYNCS]) {
 			syncs = ++i < argc ? argv[i] : "";
 			if (strcmp(syncs, "callbacks") && strcmp(syncs, "activity")) {
 				fprintf(stderr, "gpumemsim capture: --syncs wants callbacks or activity, "
@@ -109,7 +118,7 @@ int cmd_capture(int argc, char **argv)
 				rc = EXIT_USAGE;
 				goto out;
 			}
-		} else if (!strcmp(a, "--api")) {
+		} else if (opt == &capture_opts[CO_API]) {
 			api = ++i < argc ? argv[i] : "";
 			if (strcmp(api, "callbacks") && strcmp(api, "activity") && strcmp(api, "off")) {
 				fprintf(stderr, "gpumemsim capture: --api wants callbacks, activity or off, "

@@ -15,22 +15,29 @@
 
 #define MAX_POINTS EXPLAIN_MAX_POINTS
 
+/* Every option the parse loop accepts. */
+static const struct cli_opt explain_opts[] = {
+	{"--policy", "NAME", "allocator policy (default pytorch)"},
+	{"--conf", "STRING", "the policy's knobs"},
+	{"--capacity", "SIZE", "device memory (default: the trace's, else unlimited)"},
+	{"--steady", NULL,
+	 "from the NVTX range \"step 1\" on (whatif steady): the\n"
+	 "peaks without the first step's autotuning"},
+	{"--from-range", "N", "the same from the first range named N"},
+	{"--json", NULL, "one JSON object on stdout instead of the tables"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim explain batch T1 T2 [T3...] [--policy P] [--conf C] [options]\n\n"
-		"Replay each capture of a batch sweep (labels 'batch=N') and explain how peak\n"
-		"reserved memory changes between neighbouring batch sizes: workspaces (per\n"
-		"layer from NVTX ranges), activations live at the peak, rounding, and\n"
-		"segment growth/fragmentation. Points where the peak falls while batch grows,\n"
-		"or jumps more than its neighbours, are flagged with their cause.\n\n"
-		"  --policy NAME    allocator policy (default pytorch); --conf STRING its knobs\n"
-		"  --capacity SIZE  device memory (default: the trace's, else unlimited)\n"
-		"  --steady         from the NVTX range \"step 1\" on (whatif steady): the\n"
-		"                   peaks without the first step's autotuning\n"
-		"  --from-range N   the same from the first range named N\n"
-		"  --json           one JSON object on stdout instead of the tables\n\n"
-		"Exit status: 0 ok, 1 failure (bad trace: file:line, bad knob), 2 usage.\n");
+	cli_usage(f, "explain batch T1 T2 [T3...] [--policy P] [--conf C] [options]",
+		  "Replay each capture of a batch sweep (labels 'batch=N') and explain how peak\n"
+		  "reserved memory changes between neighbouring batch sizes: workspaces (per\n"
+		  "layer from NVTX ranges), activations live at the peak, rounding, and\n"
+		  "segment growth/fragmentation. Points where the peak falls while batch grows,\n"
+		  "or jumps more than its neighbours, are flagged with their cause.\n\n",
+		  explain_opts,
+		  "\nExit status: 0 ok, 1 failure (bad trace: file:line, bad knob), 2 usage.\n");
 }
 
 /* explain batch: exit codes as cli.h says. */
@@ -56,7 +63,10 @@ int cmd_explain(int argc, char **argv)
 	}
 	for (int i = 2; i < argc; i++) {
 		const char *o = argv[i];
-		if (!strcmp(o, "--json")) {
+		if (o[0] == '-' && o[1] && !cli_opt_match(explain_opts, o)) {
+			fprintf(stderr, "gpumemsim explain: unknown option '%s'\n", o);
+			return EXIT_USAGE;
+		} else if (!strcmp(o, "--json")) {
 			json = 1;
 		} else if (!strcmp(o, "--steady")) {
 			from_range = "step 1";
@@ -78,9 +88,6 @@ int cmd_explain(int argc, char **argv)
 					"as 80GiB\n", v);
 				return EXIT_USAGE;
 			}
-		} else if (o[0] == '-' && o[1]) {
-			fprintf(stderr, "gpumemsim explain: unknown option '%s'\n", o);
-			return EXIT_USAGE;
 		} else {
 			if (np == MAX_POINTS) {
 				fprintf(stderr, "gpumemsim explain: at most %d traces\n", MAX_POINTS);

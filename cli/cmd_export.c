@@ -265,20 +265,31 @@ out:
 	return ret;
 }
 
+/* Every option the export perfetto parse loop accepts. */
+static const struct cli_opt export_opts[] = {
+	{"--db", "FILE", "results database of the RUN_IDs (default " CLI_DEFAULT_DB ")"},
+	{"-o", "FILE.json", "the Chrome trace to write (required)"},
+	{"--policy", "NAME", "allocator policy to replay TRACE under (TRACE only)"},
+	{"--conf", "STRING", "the policy's knobs (TRACE only)"},
+	{"--capacity", "SIZE", "device memory for the replay, e.g. 80GiB"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fputs("usage: gpumemsim export perfetto RUN_ID... [--db results.db] -o FILE.json\n"
-	      "       gpumemsim export perfetto TRACE --policy NAME [--conf STRING]\n"
-	      "                                 [--capacity SIZE] -o FILE.json\n\n"
-	      "Write a Chrome trace (JSON) that ui.perfetto.dev opens.\n"
-	      "  RUN_ID...  stored runs (digits): per run, 'allocated' and 'reserved' counter\n"
-	      "             tracks (bytes; the stored downsampled timeline, bucket maxima)\n"
-	      "             and its events (oom, peak_reserved, empty_cache) as instants.\n"
-	      "             The store keeps no kernels: use the TRACE form for those.\n"
-	      "  TRACE      replay TRACE under --policy now (nothing stored) and export its\n"
-	      "             kernels, copies and memsets per stream and NVTX ranges (times as\n"
-	      "             in the trace, from its first record) beside the memory counters.\n"
-	      "             A trace whose name is all digits: write it as ./NAME.\n", f);
+	cli_usage(f, "export perfetto RUN_ID... [--db results.db] -o FILE.json\n"
+		     "       gpumemsim export perfetto TRACE --policy NAME [--conf STRING]\n"
+		     "                                 [--capacity SIZE] -o FILE.json",
+		  "Write a Chrome trace (JSON) that ui.perfetto.dev opens.\n"
+		  "  RUN_ID...  stored runs (digits): per run, 'allocated' and 'reserved' counter\n"
+		  "             tracks (bytes; the stored downsampled timeline, bucket maxima)\n"
+		  "             and its events (oom, peak_reserved, empty_cache) as instants.\n"
+		  "             The store keeps no kernels: use the TRACE form for those.\n"
+		  "  TRACE      replay TRACE under --policy now (nothing stored) and export its\n"
+		  "             kernels, copies and memsets per stream and NVTX ranges (times as\n"
+		  "             in the trace, from its first record) beside the memory counters.\n"
+		  "             A trace whose name is all digits: write it as ./NAME.\n\n",
+		  export_opts, NULL);
 }
 
 static int all_digits(const char *s)

@@ -15,31 +15,40 @@
 
 #define MAX_RULE_ARGS FUSION_MAX_RULES
 
+/* Every option the parse loop accepts. */
+static const struct cli_opt fuse_opts[] = {
+	{"--rules", "FILE",
+	 "rule file (docs/fusion.md; default: the builtin\n"
+	 "element-wise rules, traces/fusion_rules/elementwise.rules)"},
+	{"--rule", "NAME", "use only this rule of the file (repeatable)"},
+	{"-o", "OUT", "write the fused trace (.gz compresses; atomically)"},
+	{"--bandwidth", "BW",
+	 "memory bandwidth for the duration model, e.g. 4.8TB/s,\n"
+	 "900GB/s (default: measured from the trace's element-wise\n"
+	 "kernels)"},
+	{"--trust-links", NULL,
+	 "also eliminate buffers live across kernels without links,\n"
+	 "copies or memsets (by default these might use them)"},
+	{"--peak-in", "GLOB",
+	 "count peaks only inside NVTX ranges whose name matches\n"
+	 "GLOB, e.g. 'step [2-9]*' for the steady state"},
+	{"--json", NULL, "the report as one JSON object on stdout"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim fuse TRACE [--rules FILE] [--rule NAME]... [-o OUT] [options]\n\n"
-		"Fuse kernel chains the rules match (an element-wise kernel into the kernel\n"
-		"before it on its stream, chains of them) where the kernel-to-buffer links show\n"
-		"an intermediate buffer only the chain touches: that buffer is never allocated\n"
-		"and the fused kernel saves its traffic (2 x its bytes) at the bandwidth.\n"
-		"Reports per rule the kernels fused, buffers and bytes eliminated and the\n"
-		"predicted change in peak live bytes and total kernel time.\n\n"
-		"  --rules FILE         rule file (docs/fusion.md; default: the builtin\n"
-		"                       element-wise rules, traces/fusion_rules/elementwise.rules)\n"
-		"  --rule NAME          use only this rule of the file (repeatable)\n"
-		"  -o OUT               write the fused trace (.gz compresses; atomically)\n"
-		"  --bandwidth BW       memory bandwidth for the duration model, e.g. 4.8TB/s,\n"
-		"                       900GB/s (default: measured from the trace's element-wise\n"
-		"                       kernels)\n"
-		"  --trust-links        also eliminate buffers live across kernels without links,\n"
-		"                       copies or memsets (by default these might use them)\n"
-		"  --peak-in GLOB       count peaks only inside NVTX ranges whose name matches\n"
-		"                       GLOB, e.g. 'step [2-9]*' for the steady state\n"
-		"  --json               the report as one JSON object on stdout\n\n"
-		"Then: gpumemsim run OUT --policy pytorch   gives the policy-level peak.\n"
-		"Exit status: 0 ok, 1 failure (bad trace: file:line; bad rule file: file:line),\n"
-		"2 usage.\n");
+	cli_usage(f, "fuse TRACE [--rules FILE] [--rule NAME]... [-o OUT] [options]",
+		  "Fuse kernel chains the rules match (an element-wise kernel into the kernel\n"
+		  "before it on its stream, chains of them) where the kernel-to-buffer links show\n"
+		  "an intermediate buffer only the chain touches: that buffer is never allocated\n"
+		  "and the fused kernel saves its traffic (2 x its bytes) at the bandwidth.\n"
+		  "Reports per rule the kernels fused, buffers and bytes eliminated and the\n"
+		  "predicted change in peak live bytes and total kernel time.\n\n",
+		  fuse_opts,
+		  "\nThen: gpumemsim run OUT --policy pytorch   gives the policy-level peak.\n"
+		  "Exit status: 0 ok, 1 failure (bad trace: file:line; bad rule file: file:line),\n"
+		  "2 usage.\n");
 }
 
 /* "4.8TB/s", "900GB/s", "1.5TiB/s", "3e12" (bytes/s); 0 or -1. */
@@ -196,8 +205,8 @@ int cmd_fuse(int argc, char **argv)
 		}
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
-		int takes = !strcmp(o, "--rules") || !strcmp(o, "--rule") || !strcmp(o, "-o") ||
-			    !strcmp(o, "--bandwidth") || !strcmp(o, "--peak-in");
+		const struct cli_opt *d = cli_opt_match(fuse_opts, o);
+		int takes = d && d->arg;
 		if (takes && i + 1 >= argc) {
 			fprintf(stderr, "gpumemsim fuse: %s needs a value\n", o);
 			return EXIT_USAGE;
@@ -225,7 +234,7 @@ int cmd_fuse(int argc, char **argv)
 			opt.trust_links = 1;
 		} else if (!strcmp(o, "--json")) {
 			json = 1;
-		} else if (o[0] == '-' && o[1]) {
+		} else if (o[0] == '-' && o[1]) { /* not in fuse_opts */
 			fprintf(stderr, "gpumemsim fuse: unknown option '%s'\n", o);
 			return EXIT_USAGE;
 		} else if (!trace) {

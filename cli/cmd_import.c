@@ -13,28 +13,46 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
+/* torch-snapshot and torch-markers share one parse loop and so one table;
+ * each option's help says which format it is for. */
+enum { IO_OUT, IO_JSON, IO_TRUTH, IO_SOURCE, IO_MIN_MATCH, IO_MAX_GAP };
+
+static const struct cli_opt import_opts[] = {
+	[IO_OUT] = {"-o", "TRACE|OUT", "the trace to write"},
+	[IO_JSON] = {"--json", "META", "torch-snapshot: metadata instead of NAME.json beside FILE"},
+	[IO_TRUTH] = {"--truth", "TRUTH", "torch-markers: the record with the empty_cache() calls"},
+	[IO_SOURCE] = {"--source", "SUBSTR", "torch-markers: the framework's allocations' source\n"
+					     "(default libc10_cuda)"},
+	[IO_MIN_MATCH] = {"--min-match", "F", "torch-markers: least fraction of allocations matched\n"
+					      "exactly (default 0.90)"},
+	[IO_MAX_GAP] = {"--max-gap", "N", "torch-markers: most unmatched allocations around a\n"
+					  "marker (default 16)"},
+	CLI_OPT_END,
+};
+
 static void import_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim import torch-snapshot FILE -o TRACE [--json META]\n"
-		"       gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT\n"
-		"                 [--source SUBSTR] [--min-match F] [--max-gap N]\n\n"
-		"torch-snapshot: FILE is torch.cuda.memory._snapshot()['device_traces'][dev]\n"
-		"as text, one entry a line: 'action addr size stream time_us' (plain or gzip).\n"
-		"A FILE ending in .pickle (torch.cuda.memory._dump_snapshot()) is converted\n"
-		"first with python3 traces/torch_snapshot_to_text.py (no torch needed;\n"
-		"override the script with GPUMEMSIM_TORCH_HELPER). NAME.json beside FILE (or\n"
-		"--json) adds the GPU, total memory and the labels model, batch, conf, fraction.\n\n"
-		"torch-markers: CAPTURE (taken with PYTORCH_NO_CUDA_MEMORY_CACHING=1) cannot\n"
-		"see the empty_cache() PyTorch calls after each cuDNN benchmark search. TRUTH\n"
-		"(the same steps with the caching allocator on: snapshot text or its import)\n"
-		"has them. The two request streams are aligned by allocation size (capture\n"
-		"allocations whose source contains SUBSTR, default libc10_cuda; the others\n"
-		"are reported by source) and each 'x empty_cache' is copied before the matching\n"
-		"capture record. Refuses when under F (default 0.90) of the allocations match\n"
-		"exactly, or a marker sits among more than N (default 16) unmatched ones.\n"
-		"Everything else in CAPTURE is kept; OUT gets the label empty_cache_markers=K.\n\n"
-		"TRACE/OUT are gzip-compressed when they end in .gz and written atomically.\n");
+	cli_usage(f,
+		  "import torch-snapshot FILE -o TRACE [--json META]\n"
+		  "       gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT\n"
+		  "                 [--source SUBSTR] [--min-match F] [--max-gap N]",
+		  "torch-snapshot: FILE is torch.cuda.memory._snapshot()['device_traces'][dev]\n"
+		  "as text, one entry a line: 'action addr size stream time_us' (plain or gzip).\n"
+		  "A FILE ending in .pickle (torch.cuda.memory._dump_snapshot()) is converted\n"
+		  "first with python3 traces/torch_snapshot_to_text.py (no torch needed;\n"
+		  "override the script with GPUMEMSIM_TORCH_HELPER). NAME.json beside FILE (or\n"
+		  "--json) adds the GPU, total memory and the labels model, batch, conf, fraction.\n\n"
+		  "torch-markers: CAPTURE (taken with PYTORCH_NO_CUDA_MEMORY_CACHING=1) cannot\n"
+		  "see the empty_cache() PyTorch calls after each cuDNN benchmark search. TRUTH\n"
+		  "(the same steps with the caching allocator on: snapshot text or its import)\n"
+		  "has them. The two request streams are aligned by allocation size (capture\n"
+		  "allocations whose source contains SUBSTR, default libc10_cuda; the others\n"
+		  "are reported by source) and each 'x empty_cache' is copied before the matching\n"
+		  "capture record. Refuses when under F (default 0.90) of the allocations match\n"
+		  "exactly, or a marker sits among more than N (default 16) unmatched ones.\n"
+		  "Everything else in CAPTURE is kept; OUT gets the label empty_cache_markers=K.\n\n",
+		  import_opts,
+		  "\nTRACE/OUT are gzip-compressed when they end in .gz and written atomically.\n");
 }
 
 static int import_markers(const char *capture, const char *truth, const char *out,
@@ -75,25 +93,26 @@ int cmd_import(int argc, char **argv)
 	struct markers_options mo = { NULL, 0, 0 };
 	for (int i = 1; i < argc; i++) {
 		char *end;
+		const struct cli_opt *opt = cli_opt_match(import_opts, argv[i]);
 		if (cli_is_help(argv[i])) {
 			import_usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+		} else if (opt == &import_opts[IO_OUT] && i + 1 < argc) {
 			out = argv[++i];
-		} else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+		} else if (opt == &import_opts[IO_JSON] && i + 1 < argc) {
 			json = argv[++i];
-		} else if (!strcmp(argv[i], "--truth") && i + 1 < argc) {
+		} else if (opt == &import_opts[IO_TRUTH] && i + 1 < argc) {
 			truth = argv[++i];
-		} else if (!strcmp(argv[i], "--source") && i + 1 < argc) {
+		} else if (opt == &import_opts[IO_SOURCE] && i + 1 < argc) {
 			mo.source = argv[++i];
-		} else if (!strcmp(argv[i], "--min-match") && i + 1 < argc) {
+		} else if (opt == &import_opts[IO_MIN_MATCH] && i + 1 < argc) {
 			mo.min_match = strtod(argv[++i], &end);
 			if (*end || end == argv[i] || !(mo.min_match > 0 && mo.min_match <= 1)) {
 				fprintf(stderr, "gpumemsim import: --min-match '%s': want a fraction in "
 					"(0, 1]\n", argv[i]);
 				return EXIT_USAGE;
 			}
-		} else if (!strcmp(argv[i], "--max-gap") && i + 1 < argc) {
+		} else if (opt == &import_opts[IO_MAX_GAP] && i + 1 < argc) {
 			unsigned long long g = strtoull(argv[++i], &end, 10);
 			if (*end || end == argv[i] || argv[i][0] == '-' || g == 0) {
 				fprintf(stderr, "gpumemsim import: --max-gap '%s': want a positive "

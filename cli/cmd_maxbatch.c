@@ -19,22 +19,28 @@
 
 #define MAX_FROM 32
 
+/* Every option the parse loop accepts. */
+static const struct cli_opt maxbatch_opts[] = {
+	{"--from", "T1 T2 ...", "two or more captures at different batch sizes"},
+	{"--policy", "NAME", "allocator policy"},
+	{"--conf", "STRING", "the policy's knobs"},
+	{"--capacity", "SIZE", "device memory, e.g. 80GiB"},
+	{"--margin", "M", "keep M free: 5% (default 0) or a fraction 0.05"},
+	{"--max", "N", "search no further than batch N (default 65536)"},
+	{"--allow-misaligned", NULL, "see whatif batch --help"},
+	{"--json", NULL, "one JSON object on stdout"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim maxbatch --from T1 T2 [T3...] --policy P --capacity SIZE [options]\n\n"
-		"The largest batch whose simulated peak fits in SIZE (less the margin), with the\n"
-		"traces synthesised as `whatif batch` does, and why the next batch fails:\n"
-		"capacity, fragmentation (enough free memory, but split), or memory allocated\n"
-		"outside the framework's allocator (cuDNN, cuBLAS, ... by library).\n\n"
-		"  --from T1 T2 ...     two or more captures at different batch sizes\n"
-		"  --policy NAME        allocator policy; --conf STRING its knobs\n"
-		"  --capacity SIZE      device memory, e.g. 80GiB\n"
-		"  --margin M           keep M free: 5%% (default 0) or a fraction 0.05\n"
-		"  --max N              search no further than batch N (default 65536)\n"
-		"  --allow-misaligned   see whatif batch --help\n"
-		"  --json               one JSON object on stdout\n\n"
-		"Exit status: 0 ok, 1 failure (misaligned captures, bad trace, bad knob), 2 usage.\n");
+	cli_usage(f, "maxbatch --from T1 T2 [T3...] --policy P --capacity SIZE [options]",
+		  "The largest batch whose simulated peak fits in SIZE (less the margin), with the\n"
+		  "traces synthesised as `whatif batch` does, and why the next batch fails:\n"
+		  "capacity, fragmentation (enough free memory, but split), or memory allocated\n"
+		  "outside the framework's allocator (cuDNN, cuBLAS, ... by library).\n\n",
+		  maxbatch_opts,
+		  "\nExit status: 0 ok, 1 failure (misaligned captures, bad trace, bad knob), 2 usage.\n");
 }
 
 static int parse_margin(const char *v, double *out)
@@ -104,9 +110,8 @@ int cmd_maxbatch(int argc, char **argv)
 			allow = 1;
 			continue;
 		}
-		int takes = !strcmp(o, "--policy") || !strcmp(o, "--conf") || !strcmp(o, "--capacity") ||
-			    !strcmp(o, "--margin") || !strcmp(o, "--max");
-		if (!takes) {
+		const struct cli_opt *d = cli_opt_match(maxbatch_opts, o);
+		if (!d || !d->arg) {
 			fprintf(stderr, "gpumemsim maxbatch: unknown option '%s'\n", o);
 			return EXIT_USAGE;
 		}

@@ -20,17 +20,22 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
+static const struct cli_opt merge_opts[] = {
+	{"-o|--output", "OUT", "the merged database"},
+	{"--json", NULL, "one JSON summary object on stdout"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fputs("usage: gpumemsim merge -o OUT.db IN.db [IN.db...] [--json]\n\n"
-	      "Copy the runs of the input results databases into OUT (created if missing),\n"
-	      "skipping combinations OUT already holds or an earlier input gave (by sweep\n"
-	      "key; runs stored by `gpumemsim run` have no key and are always copied).\n"
-	      "Copied runs get ids in key order, so merging the shards of a sweep gives\n"
-	      "the same database as the unsharded sweep.\n"
-	      "  -o, --output OUT  the merged database\n"
-	      "  --json            one JSON summary object on stdout\n\n"
-	      "Exit status: 0 ok, 1 failure (the message names the file), 2 usage.\n", f);
+	cli_usage(f, "merge -o OUT.db IN.db [IN.db...] [--json]",
+		  "Copy the runs of the input results databases into OUT (created if missing),\n"
+		  "skipping combinations OUT already holds or an earlier input gave (by sweep\n"
+		  "key; runs stored by `gpumemsim run` have no key and are always copied).\n"
+		  "Copied runs get ids in key order, so merging the shards of a sweep gives\n"
+		  "the same database as the unsharded sweep.\n",
+		  merge_opts,
+		  "\nExit status: 0 ok, 1 failure (the message names the file), 2 usage.\n");
 }
 
 static int same_file(const char *a, const char *b)

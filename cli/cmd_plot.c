@@ -10,42 +10,47 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
+static const struct cli_opt plot_opts[] = {
+	{"--db", "FILE", "results database (default " CLI_DEFAULT_DB ")"},
+	{"--where", "SQL", "an SQL condition on the runs table, passed to SQLite\n"
+			   "as is (e.g. \"policy='pytorch'\"): one expression, no ';'\n"
+			   "or comments; the database is a local file you own"},
+	{"--label", "KEY=VALUE", "only runs whose trace has this label (model=resnet18)"},
+	{"-o", "FILE", "the figure, .png or .svg (written only on success)"},
+	{"--data-dir", "DIR", "keep the gnuplot script and data files in DIR"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fputs("usage: gpumemsim plot KIND [--db results.db] [--where SQL] [--label KEY=VALUE]\n"
-	      "                      -o FILE.png|FILE.svg [--data-dir DIR]\n\n"
-	      "One figure from the stored runs (the latest run of each trace, policy,\n"
-	      "setting and capacity among those selected), drawn by gnuplot: PNG\n"
-	      "(1200x700) or SVG by the extension. Sizes in GiB, times in ms (s for\n"
-	      "runs over 10 s).\n\n"
-	      "kinds:\n"
-	      "  timeline  allocated (dashed) and reserved (solid) over simulated time,\n"
-	      "            one trace, one line per policy/setting, first OOMs marked\n"
-	      "  batch     peak reserved against the `batch` label, one model, one line\n"
-	      "            per setting, the floor, non-monotonic points circled\n"
-	      "  frag      fragmentation (1 - peak allocated / peak reserved) per setting,\n"
-	      "            grouped by trace\n"
-	      "  compare   one trace: peak reserved per setting against the floor (the\n"
-	      "            optimal policy's peak, else the peak of live requests) and\n"
-	      "            device allocation counts\n"
-	      "  timeline  also shades the first run's NVTX phases (forward, backward,\n"
-	      "            optimizer, other top-level ranges) and marks step starts\n"
-	      "  pareto    predicted step time (`run --timing`) against peak reserved,\n"
-	      "            one point per setting, the Pareto front per trace; runs\n"
-	      "            without a step time are left out with a note\n"
-	      "  live      what is live at each run's peak reserved, by kind (weights,\n"
-	      "            optimizer state, activations, gradients, workspaces; heuristics\n"
-	      "            from NVTX ranges) and the largest layers of the first run\n\n"
-	      "The device capacity line is drawn when it is below twice the highest value\n"
-	      "shown; a run far above the rest (e.g. BFC preallocating the device) is\n"
-	      "clipped and named in the key with its value.\n\n"
-	      "  --db FILE          results database (default results.db)\n"
-	      "  --where SQL        an SQL condition on the runs table, passed to SQLite\n"
-	      "                     as is (e.g. \"policy='pytorch'\"): one expression, no ';'\n"
-	      "                     or comments; the database is a local file you own\n"
-	      "  --label KEY=VALUE  only runs whose trace has this label (model=resnet18)\n"
-	      "  -o FILE            the figure, .png or .svg (written only on success)\n"
-	      "  --data-dir DIR     keep the gnuplot script and data files in DIR\n", f);
+	cli_usage(f, "plot KIND [--db results.db] [--where SQL] [--label KEY=VALUE]\n"
+		     "                      -o FILE.png|FILE.svg [--data-dir DIR]",
+		  "One figure from the stored runs (the latest run of each trace, policy,\n"
+		  "setting and capacity among those selected), drawn by gnuplot: PNG\n"
+		  "(1200x700) or SVG by the extension. Sizes in GiB, times in ms (s for\n"
+		  "runs over 10 s).\n\n"
+		  "kinds:\n"
+		  "  timeline  allocated (dashed) and reserved (solid) over simulated time,\n"
+		  "            one trace, one line per policy/setting, first OOMs marked\n"
+		  "  batch     peak reserved against the `batch` label, one model, one line\n"
+		  "            per setting, the floor, non-monotonic points circled\n"
+		  "  frag      fragmentation (1 - peak allocated / peak reserved) per setting,\n"
+		  "            grouped by trace\n"
+		  "  compare   one trace: peak reserved per setting against the floor (the\n"
+		  "            optimal policy's peak, else the peak of live requests) and\n"
+		  "            device allocation counts\n"
+		  "  timeline  also shades the first run's NVTX phases (forward, backward,\n"
+		  "            optimizer, other top-level ranges) and marks step starts\n"
+		  "  pareto    predicted step time (`run --timing`) against peak reserved,\n"
+		  "            one point per setting, the Pareto front per trace; runs\n"
+		  "            without a step time are left out with a note\n"
+		  "  live      what is live at each run's peak reserved, by kind (weights,\n"
+		  "            optimizer state, activations, gradients, workspaces; heuristics\n"
+		  "            from NVTX ranges) and the largest layers of the first run\n\n"
+		  "The device capacity line is drawn when it is below twice the highest value\n"
+		  "shown; a run far above the rest (e.g. BFC preallocating the device) is\n"
+		  "clipped and named in the key with its value.\n\n",
+		  plot_opts, NULL);
 }
 
 /* Parse the shared selection options; returns 1 if ARGV[*I] was one, 0 if

@@ -9,12 +9,19 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
+enum { PO_JSON };  /* indices into policies_opts */
+
+static const struct cli_opt policies_opts[] = {
+	[PO_JSON] = {"--json", NULL, "one JSON array of {name, description, knobs:[{name, syntax, help}]}"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gpumemsim policies [--json]\n\n"
-		   "List the allocator policies and their knobs (pass knobs to\n"
-		   "`gpumemsim run --conf`, in the framework's own syntax: \"key:value,...\").\n"
-		   "  --json   one JSON array of {name, description, knobs:[{name, syntax, help}]}\n");
+	cli_usage(f, "policies [--json]",
+		  "List the allocator policies and their knobs (pass knobs to\n"
+		  "`gpumemsim run --conf`, in the framework's own syntax: \"key:value,...\").\n",
+		  policies_opts, NULL);
 }
 
 static void print_json(void)
@@ -66,7 +73,7 @@ int cmd_policies(int argc, char **argv)
 		if (cli_is_help(argv[i])) {
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
+		} else if (cli_opt_match(policies_opts, argv[i]) == &policies_opts[PO_JSON]) {
 			json = 1;
 		} else {
 			fprintf(stderr, "gpumemsim policies: unknown argument '%s'\n", argv[i]);

@@ -9,15 +9,24 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
+static const struct cli_opt report_opts[] = {
+	{"--db", "FILE", "results database (default " CLI_DEFAULT_DB ")"},
+	{"-o", "DIR", "where the pages go (created if missing)"},
+	{"--where", "SQL", "an SQL condition on the runs table, as in `gpumemsim plot`"},
+	{"--label", "KEY=VALUE", "only runs whose trace has this label (model=resnet18)"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fputs("usage: gpumemsim report [--db results.db] -o DIR [--where SQL] [--label KEY=VALUE]\n\n"
-	      "Write DIR/report.html (self-contained: figures inlined) and DIR/report.md (its\n"
-	      "Markdown twin, figures as DIR/fig-*.png) from the stored runs: largest batch\n"
-	      "without OOM per setting, best setting per trace, OOM verdicts, figures (peak\n"
-	      "against batch, settings compared, memory timelines, fragmentation) and every\n"
-	      "run's metadata. --where and --label select runs as in `gpumemsim plot`.\n"
-	      "Figures need gnuplot; without it the pages say so in place of each figure.\n", f);
+	cli_usage(f, "report [--db results.db] -o DIR [--where SQL] [--label KEY=VALUE]",
+		  "Write DIR/report.html (self-contained: figures inlined) and DIR/report.md (its\n"
+		  "Markdown twin, figures as DIR/fig-*.png) from the stored runs: largest batch\n"
+		  "without OOM per setting, best setting per trace, OOM verdicts, figures (peak\n"
+		  "against batch, settings compared, memory timelines, fragmentation) and every\n"
+		  "run's metadata. --where and --label select runs as in `gpumemsim plot`.\n"
+		  "Figures need gnuplot; without it the pages say so in place of each figure.\n\n",
+		  report_opts, NULL);
 }
 
 int cmd_report(int argc, char **argv)

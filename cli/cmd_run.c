@@ -32,48 +32,51 @@ struct run_args {
 	int json, no_db, quiet;
 };
 
+static const struct cli_opt run_opts[] = {
+	{"--policy", "NAME", "allocator policy (gpumemsim policies lists them)"},
+	{"--conf", "STRING", "the policy's knobs in the framework's syntax,\n"
+			     "e.g. \"expandable_segments:True,max_split_size_mb:128\""},
+	{"--capacity", "SIZE", "device memory, e.g. 80GiB, 40GB, 512MiB (default: the\n"
+			       "trace header's total_memory, else unlimited)"},
+	{"--addresses", "MODE", "synthetic (default) or recorded (follow the trace's 'g'\n"
+				"records, the real allocator's addresses)"},
+	{"--db", "PATH", "results database (default: " CLI_DEFAULT_DB " in the current\n"
+			 "directory; created if missing)"},
+	{"--no-db", NULL, "do not store the run"},
+	{"--allow-incomplete", NULL, "replay a trace cut short (a killed capture: no 'end'\n"
+				     "trailer, or a truncated gzip stream) up to where it\n"
+				     "ends; the run is stored with complete = 0. Without\n"
+				     "it such a trace is an error (exit 1)"},
+	{"--json", NULL, "print one JSON object on stdout instead of the summary;\n"
+			 "\"run_id\" is its last field (null with --no-db), so two\n"
+			 "runs of the same inputs differ only on that line's value"},
+	{"--timeline-points", "N", "size of the downsampled memory timeline (default 512)"},
+	{"--timing", NULL, "predict time: replace the trace's memory API times by\n"
+			   "the policy's costs, fitted from the trace's cudaMalloc/\n"
+			   "cudaFree records (docs/timing.md)"},
+	{"--cost", "KNOBS", "override the fitted costs (implies --timing), e.g.\n"
+			    "\"malloc_us=10,free_us=5,hit_us=1,free_sync=1\""},
+	{"--foreign", "MODE", "memory outside the framework's allocator (cuBLAS/cuDNN\n"
+			      "workspaces, module globals): device = beside the\n"
+			      "policy, counted against the capacity but not in its\n"
+			      "reserved; policy = given to the policy like the rest.\n"
+			      "Default: device when the trace has the label\n"
+			      "allocator_source=SUBSTR, else policy"},
+	{"--allocator-source", "SUBSTR", "the framework allocator's library (a substring\n"
+					 "of the 'a' source, e.g. libc10_cuda); overrides the\n"
+					 "label; implies --foreign device unless policy is given"},
+	{"--quiet", NULL, "no progress on stderr"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim run TRACE --policy NAME [options]\n\n"
-		"Replay TRACE (plain or gzip) under an allocator policy; print a summary and\n"
-		"store the run.\n\n"
-		"  --policy NAME        allocator policy (gpumemsim policies lists them)\n"
-		"  --conf STRING        the policy's knobs in the framework's syntax,\n"
-		"                       e.g. \"expandable_segments:True,max_split_size_mb:128\"\n"
-		"  --capacity SIZE      device memory, e.g. 80GiB, 40GB, 512MiB (default: the\n"
-		"                       trace header's total_memory, else unlimited)\n"
-		"  --addresses MODE     synthetic (default) or recorded (follow the trace's 'g'\n"
-		"                       records, the real allocator's addresses)\n"
-		"  --db PATH            results database (default: %s in the current\n"
-		"                       directory; created if missing)\n"
-		"  --no-db              do not store the run\n"
-		"  --allow-incomplete   replay a trace cut short (a killed capture: no 'end'\n"
-		"                       trailer, or a truncated gzip stream) up to where it\n"
-		"                       ends; the run is stored with complete = 0. Without\n"
-		"                       it such a trace is an error (exit 1)\n"
-		"  --json               print one JSON object on stdout instead of the summary;\n"
-		"                       \"run_id\" is its last field (null with --no-db), so two\n"
-		"                       runs of the same inputs differ only on that line's value\n"
-		"  --timeline-points N  size of the downsampled memory timeline (default 512)\n"
-		"  --timing             predict time: replace the trace's memory API times by\n"
-		"                       the policy's costs, fitted from the trace's cudaMalloc/\n"
-		"                       cudaFree records (docs/timing.md)\n"
-		"  --cost KNOBS         override the fitted costs (implies --timing), e.g.\n"
-		"                       \"malloc_us=10,free_us=5,hit_us=1,free_sync=1\"\n"
-		"  --foreign MODE       memory outside the framework's allocator (cuBLAS/cuDNN\n"
-		"                       workspaces, module globals): device = beside the\n"
-		"                       policy, counted against the capacity but not in its\n"
-		"                       reserved; policy = given to the policy like the rest.\n"
-		"                       Default: device when the trace has the label\n"
-		"                       allocator_source=SUBSTR, else policy\n"
-		"  --allocator-source SUBSTR  the framework allocator's library (a substring\n"
-		"                       of the 'a' source, e.g. libc10_cuda); overrides the\n"
-		"                       label; implies --foreign device unless policy is given\n"
-		"  --quiet              no progress on stderr\n\n"
-		"Exit status: 0 ok (a simulated OOM is a result), 1 failure (bad trace, bad\n"
-		"knob, database error: the message names file:line or the knob), 2 usage.\n",
-		CLI_DEFAULT_DB);
+	cli_usage(f, "run TRACE --policy NAME [options]",
+		  "Replay TRACE (plain or gzip) under an allocator policy; print a summary and\n"
+		  "store the run.\n\n",
+		  run_opts,
+		  "\nExit status: 0 ok (a simulated OOM is a result), 1 failure (bad trace, bad\n"
+		  "knob, database error: the message names file:line or the knob), 2 usage.\n");
 }
 
 /* 0 ok, EXIT_USAGE on a usage error (message printed). */
@@ -84,11 +87,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int takes = !strcmp(o, "--policy") || !strcmp(o, "--conf") ||
-			    !strcmp(o, "--capacity") || !strcmp(o, "--addresses") ||
-			    !strcmp(o, "--db") || !strcmp(o, "--timeline-points") ||
-			    !strcmp(o, "--cost") || !strcmp(o, "--foreign") ||
-			    !strcmp(o, "--allocator-source");
+		/* the options that take a value are those with an ARG in run_opts */
+		const struct cli_opt *m = cli_opt_match(run_opts, o);
+		int takes = m && m->arg;
 		if (takes && !v) {
 			fprintf(stderr, "gpumemsim run: %s needs a value\n", o);
 			return EXIT_USAGE;

@@ -52,43 +52,46 @@ struct plan {
 	size_t nowned;
 };
 
+static const struct cli_opt sweep_opts[] = {
+	{"--traces", "T...", "trace files, directories (their *.trace, *.trace.gz)\n"
+			     "or quoted patterns ('traces/*.trace.gz')"},
+	{"--policies", "P...", "policy names (spaces or commas between them)"},
+	{"--confs", "C...", "one conf per argument: POLICY=CONF for one policy\n"
+			    "('pytorch=expandable_segments:True', 'pytorch=' for its\n"
+			    "defaults), or a plain CONF for every listed policy that\n"
+			    "accepts it ('default' or '' = defaults). A policy no\n"
+			    "entry applies to runs with its defaults. Default: defaults"},
+	{"--capacities", "S...", "sizes (80GiB, 40GB) or 'default' (the trace header's\n"
+				 "total memory); spaces or commas. Default: default"},
+	{"--spec", "FILE", "extra jobs, one 'TRACE POLICY CONF CAPACITY' a line\n"
+			   "('-' for default conf/capacity, '#' comments)"},
+	{"--db", "PATH", "results database (default " CLI_DEFAULT_DB ")"},
+	{"-j|--jobs", "N", "worker processes (default: the number of CPUs)"},
+	{"--shard", "I/N", "only the jobs of shard I of N (1 <= I <= N), for job\n"
+			   "arrays; combine the shards with `gpumemsim merge`"},
+	{"--addresses", "MODE", "synthetic (default) or recorded"},
+	{"--timeline-points", "N", "timeline size per run (default 512)"},
+	{"--timing", NULL, "predict step times: each trace's cudaMalloc/cudaFree\n"
+			   "costs fitted from its own records (as `run --timing`)"},
+	{"--allow-incomplete", NULL, "replay traces cut short (as `run --allow-incomplete`)"},
+	{"--progress", NULL, "progress bar on stderr even when it is not a terminal"},
+	{"--no-progress", NULL, "never a progress bar"},
+	{"--list", NULL, "print the jobs (one key a line) and run nothing"},
+	{"--json", NULL, "one JSON summary object on stdout"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim sweep --traces T... --policies P... [options]\n"
-		"       gpumemsim sweep --spec FILE [options]\n\n"
-		"Run every combination of traces x policies x confs x capacities in parallel\n"
-		"and store each run in the results database. A rerun skips combinations\n"
-		"already stored (never stores one twice); Ctrl-C stops cleanly (exit 130)\n"
-		"and the next run resumes.\n\n"
-		"  --traces T...        trace files, directories (their *.trace, *.trace.gz)\n"
-		"                       or quoted patterns ('traces/*.trace.gz')\n"
-		"  --policies P...      policy names (spaces or commas between them)\n"
-		"  --confs C...         one conf per argument: POLICY=CONF for one policy\n"
-		"                       ('pytorch=expandable_segments:True', 'pytorch=' for its\n"
-		"                       defaults), or a plain CONF for every listed policy that\n"
-		"                       accepts it ('default' or '' = defaults). A policy no\n"
-		"                       entry applies to runs with its defaults. Default: defaults\n"
-		"  --capacities S...    sizes (80GiB, 40GB) or 'default' (the trace header's\n"
-		"                       total memory); spaces or commas. Default: default\n"
-		"  --spec FILE          extra jobs, one 'TRACE POLICY CONF CAPACITY' a line\n"
-		"                       ('-' for default conf/capacity, '#' comments)\n"
-		"  --db PATH            results database (default %s)\n"
-		"  -j, --jobs N         worker processes (default: the number of CPUs)\n"
-		"  --shard I/N          only the jobs of shard I of N (1 <= I <= N), for job\n"
-		"                       arrays; combine the shards with `gpumemsim merge`\n"
-		"  --addresses MODE     synthetic (default) or recorded\n"
-		"  --timeline-points N  timeline size per run (default 512)\n"
-		"  --timing             predict step times: each trace's cudaMalloc/cudaFree\n"
-		"                       costs fitted from its own records (as `run --timing`)\n"
-		"  --allow-incomplete   replay traces cut short (as `run --allow-incomplete`)\n"
-		"  --progress           progress bar on stderr even when it is not a terminal\n"
-		"  --no-progress        never a progress bar\n"
-		"  --list               print the jobs (one key a line) and run nothing\n"
-		"  --json               one JSON summary object on stdout\n\n"
-		"Exit status: 0 all runs stored, 1 a run or the database failed (messages\n"
-		"name trace:line or the knob), 2 usage, 130 interrupted (143 on SIGTERM).\n",
-		CLI_DEFAULT_DB);
+	cli_usage(f, "sweep --traces T... --policies P... [options]\n"
+		     "       gpumemsim sweep --spec FILE [options]",
+		  "Run every combination of traces x policies x confs x capacities in parallel\n"
+		  "and store each run in the results database. A rerun skips combinations\n"
+		  "already stored (never stores one twice); Ctrl-C stops cleanly (exit 130)\n"
+		  "and the next run resumes.\n\n",
+		  sweep_opts,
+		  "\nExit status: 0 all runs stored, 1 a run or the database failed (messages\n"
+		  "name trace:line or the knob), 2 usage, 130 interrupted (143 on SIGTERM).\n");
 }
 
 static int list_push(struct list *l, const char *s)
@@ -143,9 +146,9 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 			}
 			continue;
 		}
-		int takes = !strcmp(o, "--spec") || !strcmp(o, "--db") || !strcmp(o, "-j") ||
-			    !strcmp(o, "--jobs") || !strcmp(o, "--shard") ||
-			    !strcmp(o, "--addresses") || !strcmp(o, "--timeline-points");
+		/* the rest of sweep_opts with an ARG take one value */
+		const struct cli_opt *m = cli_opt_match(sweep_opts, o);
+		int takes = m && m->arg;
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (takes && !v) {
 			fprintf(stderr, "gpumemsim sweep: %s needs a value\n", o);

@@ -29,21 +29,71 @@
 
 #define MAX_WARNINGS_SHOWN 10
 
+/* Pieces of the usage texts: `trace --help` shows them all, each
+ * subcommand's --help its own synopsis and lines with its option table. */
+#define SYN_VALIDATE "trace validate FILE..."
+#define SYN_CAT "trace cat [--trace] FILE"
+#define SYN_STATS "trace stats [--json] FILE"
+#define TRACE_INTRO "Read gpumemsim traces (plain or gzip; format in traces/FORMAT.md).\n"
+#define VALIDATE_LINES \
+	"  validate  check every record and the allocation lifetimes; prints\n" \
+	"            'FILE: ok (N records)' or 'FILE:LINE: error'; exit 0/1\n"
+#define CAT_LINE "  cat       print the trace with absolute times and strings resolved"
+#define STATS_LINE "  stats     record counts, peak live bytes, duration, labels"
+#define TRACE_EXIT "Exit codes: 0 ok, 1 bad input or I/O error, 2 usage.\n"
+
+/* `trace validate` has no options but --help. */
+static const struct cli_opt validate_opts[] = {
+	CLI_OPT_END,
+};
+
+static const struct cli_opt cat_opts[] = {
+	{"--trace", NULL, "print a valid canonical trace instead"},
+	CLI_OPT_END,
+};
+
+static const struct cli_opt stats_opts[] = {
+	{"--json", NULL, "print one JSON object"},
+	CLI_OPT_END,
+};
+
+/* A subcommand: its name, usage and option table. */
+struct trace_sub {
+	const char *name;
+	const char *synopsis;
+	const char *intro;
+	const struct cli_opt *opts;
+};
+
+static const struct trace_sub sub_validate = {
+	"validate", SYN_VALIDATE, TRACE_INTRO VALIDATE_LINES "\n", validate_opts,
+};
+static const struct trace_sub sub_cat = {
+	"cat", SYN_CAT, TRACE_INTRO CAT_LINE "\n\n", cat_opts,
+};
+static const struct trace_sub sub_stats = {
+	"stats", SYN_STATS, TRACE_INTRO STATS_LINE "\n\n", stats_opts,
+};
+
+/* `gpumemsim trace --help`: every subcommand. */
 static void trace_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim trace validate FILE...\n"
-		"       gpumemsim trace cat [--trace] FILE\n"
-		"       gpumemsim trace stats [--json] FILE\n"
-		"\n"
-		"Read gpumemsim traces (plain or gzip; format in traces/FORMAT.md).\n"
-		"  validate  check every record and the allocation lifetimes; prints\n"
-		"            'FILE: ok (N records)' or 'FILE:LINE: error'; exit 0/1\n"
-		"  cat       print the trace with absolute times and strings resolved;\n"
-		"            --trace prints a valid canonical trace instead\n"
-		"  stats     record counts, peak live bytes, duration, labels;\n"
-		"            --json prints one JSON object\n"
-		"Each has --help. Exit codes: 0 ok, 1 bad input or I/O error, 2 usage.\n");
+	cli_usage(f,
+		  SYN_VALIDATE "\n"
+		  "       gpumemsim " SYN_CAT "\n"
+		  "       gpumemsim " SYN_STATS,
+		  TRACE_INTRO VALIDATE_LINES
+		  CAT_LINE ";\n"
+		  "            --trace prints a valid canonical trace instead\n"
+		  STATS_LINE ";\n"
+		  "            --json prints one JSON object\n",
+		  NULL, "Each has --help. " TRACE_EXIT);
+}
+
+/* `gpumemsim trace SUB --help`: SUB's synopsis, lines and options. */
+static void sub_usage(FILE *f, const struct trace_sub *sub)
+{
+	cli_usage(f, sub->synopsis, sub->intro, sub->opts, TRACE_EXIT);
 }
 
 /* Open FILE; on failure print the reader's message and return NULL. */
@@ -103,10 +153,10 @@ static int cmd_trace_validate(int argc, char **argv)
 	int nfiles = 0, fail = 0;
 	for (int i = 1; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
-			trace_usage(stdout);
+			sub_usage(stdout, &sub_validate);
 			return 0;
 		}
-		if (argv[i][0] == '-' && argv[i][1]) {
+		if (argv[i][0] == '-' && argv[i][1]) { /* validate_opts is empty */
 			fprintf(stderr, "gpumemsim trace validate: unknown option '%s'\n", argv[i]);
 			return EXIT_USAGE;
 		}
@@ -116,7 +166,7 @@ static int cmd_trace_validate(int argc, char **argv)
 		fail |= validate_one(argv[i]);
 	}
 	if (!nfiles) {
-		trace_usage(stderr);
+		sub_usage(stderr, &sub_validate);
 		return EXIT_USAGE;
 	}
 	return fail;
@@ -227,29 +277,31 @@ static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_re
 
 /*
  * The arguments of `gpumemsim trace SUB [FLAG] PATH`, shared by cat and
- * stats: TRACE_ARGS_GO_ON with *PATH and *FLAG_SET filled in, else the exit
- * status to return at once (0 after --help, EXIT_USAGE after a message).
+ * stats, whose tables hold the one FLAG: TRACE_ARGS_GO_ON with *PATH and
+ * *FLAG_SET filled in, else the exit status to return at once (0 after
+ * --help, EXIT_USAGE after a message).
  */
-static int trace_path_args(int argc, char **argv, const char *sub, const char *flag,
-			   int *flag_set, const char **path)
+static int trace_path_args(int argc, char **argv, const struct trace_sub *sub, int *flag_set,
+			   const char **path)
 {
 	*path = NULL;
 	*flag_set = 0;
 	for (int i = 1; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
-			trace_usage(stdout);
+			sub_usage(stdout, sub);
 			return 0;
-		} else if (!strcmp(argv[i], flag)) {
+		} else if (cli_opt_match(sub->opts, argv[i]) == &sub->opts[0]) {
 			*flag_set = 1;
 		} else if ((argv[i][0] == '-' && argv[i][1]) || *path) {
-			fprintf(stderr, "gpumemsim trace %s: unexpected argument '%s'\n", sub, argv[i]);
+			fprintf(stderr, "gpumemsim trace %s: unexpected argument '%s'\n", sub->name,
+				argv[i]);
 			return EXIT_USAGE;
 		} else {
 			*path = argv[i];
 		}
 	}
 	if (!*path) {
-		trace_usage(stderr);
+		sub_usage(stderr, sub);
 		return EXIT_USAGE;
 	}
 	return TRACE_ARGS_GO_ON;
@@ -279,7 +331,7 @@ static void cat_header(FILE *f, const struct trace_header *h)
 static int cmd_trace_cat(int argc, char **argv)
 {
 	const char *path;
-	int as_trace, done = trace_path_args(argc, argv, "cat", "--trace", &as_trace, &path);
+	int as_trace, done = trace_path_args(argc, argv, &sub_cat, &as_trace, &path);
 	if (done != TRACE_ARGS_GO_ON)
 		return done;
 	struct trace_reader *r = open_or_report(path);
@@ -486,7 +538,7 @@ static void stats_text(FILE *f, const struct trace_reader *r, const struct tstat
 static int cmd_trace_stats(int argc, char **argv)
 {
 	const char *path;
-	int as_json, done = trace_path_args(argc, argv, "stats", "--json", &as_json, &path);
+	int as_json, done = trace_path_args(argc, argv, &sub_stats, &as_json, &path);
 	if (done != TRACE_ARGS_GO_ON)
 		return done;
 	struct trace_reader *r = open_or_report(path);

@@ -147,20 +147,33 @@ static void pool_summary(const struct validate_report *rep, const char *kind, in
 	}
 }
 
+/* The three ground truths share one parse loop and so one table. */
+enum { VO_ADDRESSES, VO_JSON, VO_ONLY };
+
+static const struct cli_opt validate_opts[] = {
+	[VO_ADDRESSES] = {"--addresses", "MODE",
+			  "torch-truth: replay at the recorded device addresses\n"
+			  "(recorded, the default) or at synthetic ones (synthetic)"},
+	[VO_JSON] = {"--json", NULL, "JSON lines: one object a run, then the summary"},
+	[VO_ONLY] = {"--only", "SUBSTR", "only the runs whose file name contains SUBSTR"},
+	CLI_OPT_END,
+};
+
 static void validate_usage(FILE *f)
 {
-	fprintf(f, "usage: gpumemsim validate torch-truth DIR [--addresses recorded|synthetic]\n"
-		   "                                       [--json] [--only SUBSTR]\n\n"
-		   "Replays every NAME.trace.gz in DIR (with NAME.json: conf, fraction,\n"
-		   "total_memory, stats) through the pytorch policy and compares segment\n"
-		   "sequences and peaks with the real allocator's. Exit 0 when it ran.\n\n"
-		   "       gpumemsim validate jax-truth DIR [--json] [--only SUBSTR]\n"
-		   "Replays every jax-*.trace.gz in DIR (XLA_PYTHON_CLIENT_ALLOCATOR=platform\n"
-		   "captures) under bfc with allow_growth and the run's bytes_limit; compares\n"
-		   "peak pool bytes, peak in use and regions with DIR/truth/NAME-growth.*.\n\n"
-		   "       gpumemsim validate async-truth DIR [--json] [--only SUBSTR]\n"
-		   "Replays each NAME.trace.gz (a backend:cudaMallocAsync capture) under\n"
-		   "cuda_async; compares with the pool's reserved/used high-water marks.\n");
+	cli_usage(f, "validate torch-truth DIR [--addresses recorded|synthetic]\n"
+		     "                                       [--json] [--only SUBSTR]",
+		  "Replays every NAME.trace.gz in DIR (with NAME.json: conf, fraction,\n"
+		  "total_memory, stats) through the pytorch policy and compares segment\n"
+		  "sequences and peaks with the real allocator's. Exit 0 when it ran.\n\n"
+		  "       gpumemsim validate jax-truth DIR [--json] [--only SUBSTR]\n"
+		  "Replays every jax-*.trace.gz in DIR (XLA_PYTHON_CLIENT_ALLOCATOR=platform\n"
+		  "captures) under bfc with allow_growth and the run's bytes_limit; compares\n"
+		  "peak pool bytes, peak in use and regions with DIR/truth/NAME-growth.*.\n\n"
+		  "       gpumemsim validate async-truth DIR [--json] [--only SUBSTR]\n"
+		  "Replays each NAME.trace.gz (a backend:cudaMallocAsync capture) under\n"
+		  "cuda_async; compares with the pool's reserved/used high-water marks.\n\n",
+		  validate_opts, NULL);
 }
 
 /* Parse, run every selected recorded run, print rows and a summary. */
@@ -170,14 +183,15 @@ int cmd_validate(int argc, char **argv)
 	enum device_addr_mode mode = DEVICE_ADDR_RECORDED;
 	int as_json = 0, rc = 1;
 	for (int i = 1; i < argc; i++) {
+		const struct cli_opt *opt;
 		if (cli_is_help(argv[i])) {
 			validate_usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
+		} else if ((opt = cli_opt_match(validate_opts, argv[i])) == &validate_opts[VO_JSON]) {
 			as_json = 1;
-		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+		} else if (opt == &validate_opts[VO_ONLY] && i + 1 < argc) {
 			only = argv[++i];
-		} else if (!strcmp(argv[i], "--addresses") && i + 1 < argc) {
+		} else if (opt == &validate_opts[VO_ADDRESSES] && i + 1 < argc) {
 			i++;
 			if (!strcmp(argv[i], "recorded"))
 				mode = DEVICE_ADDR_RECORDED;

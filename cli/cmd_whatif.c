@@ -19,29 +19,44 @@
 
 #define MAX_FROM 32
 
+/* whatif batch: every option its parse loop accepts. */
+static const struct cli_opt batch_opts[] = {
+	{"--from", "T1 T2 ...", "two or more captures (distinct batch sizes)"},
+	{"--batch", "N", "the batch size to synthesise"},
+	{"-o", "TRACE", "output trace (.gz compresses); written atomically"},
+	{"--allow-misaligned", NULL,
+	 "when the captures do not align event for event, align\n"
+	 "the common start and end and copy the rest from the\n"
+	 "nearest capture (reported as unaligned sites)"},
+	{"--json", NULL, "the fit report as one JSON object on stdout"},
+	{"--sites", "FILE",
+	 "per-site fit quality as TSV: every allocation of the\n"
+	 "template capture, its kind, sizes seen, prediction"},
+	CLI_OPT_END,
+};
+
+/* whatif steady: every option its parse loop accepts. */
+static const struct cli_opt steady_opts[] = {
+	{"-o", "OUT", "the trace from range NAME on; written atomically"},
+	{"--from-range", "NAME", "start at the first NVTX range NAME (default \"step 1\")"},
+	CLI_OPT_END,
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: gpumemsim whatif batch --from T1 T2 [T3...] --batch N -o TRACE [options]\n\n"
-		"Align captures of one workload at different batch sizes (labels 'batch=N'),\n"
-		"fit each allocation's size and each kernel's duration against the batch size\n"
-		"and write the trace at batch N, built on the capture nearest to N.\n\n"
-		"  --from T1 T2 ...     two or more captures (distinct batch sizes)\n"
-		"  --batch N            the batch size to synthesise\n"
-		"  -o TRACE             output trace (.gz compresses); written atomically\n"
-		"  --allow-misaligned   when the captures do not align event for event, align\n"
-		"                       the common start and end and copy the rest from the\n"
-		"                       nearest capture (reported as unaligned sites)\n"
-		"  --json               the fit report as one JSON object on stdout\n"
-		"  --sites FILE         per-site fit quality as TSV: every allocation of the\n"
-		"                       template capture, its kind, sizes seen, prediction\n\n"
-		"Exit status: 0 ok, 1 failure (misaligned captures: the message names the\n"
-		"site; bad trace: file:line), 2 usage.\n\n"
-		"usage: gpumemsim whatif steady TRACE -o OUT [--from-range NAME]\n\n"
-		"Write TRACE without its first step: allocations freed before the first NVTX\n"
-		"range NAME (default \"step 1\") starts are dropped with their frees, what is\n"
-		"live across it is kept. Replaying OUT gives the steady-state peaks, without\n"
-		"the first step's autotuning (cuDNN algorithm search, benchmark mode).\n");
+	cli_usage(f, "whatif batch --from T1 T2 [T3...] --batch N -o TRACE [options]",
+		  "Align captures of one workload at different batch sizes (labels 'batch=N'),\n"
+		  "fit each allocation's size and each kernel's duration against the batch size\n"
+		  "and write the trace at batch N, built on the capture nearest to N.\n\n",
+		  batch_opts,
+		  "\nExit status: 0 ok, 1 failure (misaligned captures: the message names the\n"
+		  "site; bad trace: file:line), 2 usage.\n\n");
+	cli_usage(f, "whatif steady TRACE -o OUT [--from-range NAME]",
+		  "Write TRACE without its first step: allocations freed before the first NVTX\n"
+		  "range NAME (default \"step 1\") starts are dropped with their frees, what is\n"
+		  "live across it is kept. Replaying OUT gives the steady-state peaks, without\n"
+		  "the first step's autotuning (cuDNN algorithm search, benchmark mode).\n\n",
+		  steady_opts, NULL);
 }
 
 /* whatif steady TRACE -o OUT [--from-range NAME]. */
@@ -54,7 +69,10 @@ static int cmd_steady(int argc, char **argv)
 
 	for (int i = 2; i < argc; i++) {
 		const char *o = argv[i];
-		if (!strcmp(o, "-o") || !strcmp(o, "--from-range")) {
+		if (o[0] == '-' && o[1] && !cli_opt_match(steady_opts, o)) {
+			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
+			return EXIT_USAGE;
+		} else if (!strcmp(o, "-o") || !strcmp(o, "--from-range")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
 				return EXIT_USAGE;
@@ -63,9 +81,6 @@ static int cmd_steady(int argc, char **argv)
 				outp = argv[++i];
 			else
 				range = argv[++i];
-		} else if (o[0] == '-' && o[1]) {
-			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
-			return EXIT_USAGE;
 		} else if (in) {
 			fprintf(stderr, "gpumemsim whatif steady: one trace only ('%s')\n", o);
 			return EXIT_USAGE;
@@ -182,7 +197,10 @@ int cmd_whatif(int argc, char **argv)
 	}
 	for (int i = 2; i < argc; i++) {
 		const char *o = argv[i];
-		if (!strcmp(o, "--from")) {
+		if (!cli_opt_match(batch_opts, o)) {
+			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
+			return EXIT_USAGE;
+		} else if (!strcmp(o, "--from")) {
 			while (i + 1 < argc && argv[i + 1][0] != '-') {
 				if (nfrom == MAX_FROM) {
 					fprintf(stderr, "gpumemsim whatif: at most %d captures\n", MAX_FROM);

@@ -4,8 +4,10 @@
  * Link: cc -I. prog.c build/libgpumemsim.a -lsqlite3 -lz -lm -lpthread
  * (docs/library.md has a whole program; tests/test_library.c compiles and
  * runs it). Library functions return their results in structs and print
- * nothing on stdout; the only things on stderr are opt-in progress lines
- * (sim_options.progress, sweeps) and the capture launcher's list of traces.
+ * nothing on stdout; what they write on stderr is opt-in progress
+ * (sim_options.progress, a sweep's progress bar), a sweep's failed runs
+ * (one line each, as they fail: a sweep goes on) and the capture
+ * launcher's list of the traces it wrote.
  *
  * What it offers, by layer (docs/architecture.md):
  *
