@@ -5,7 +5,8 @@
  * allocated bytes, the ratio to the floor (the peak of live requested bytes,
  * which no allocator beats), device malloc/free counts, retries, OOM, and
  * the change against the same policy's default setting, flagging settings
- * that make the peak worse.
+ * that make the peak worse. The query and its rows: sim/store_table.c; this
+ * file prints them.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,62 +17,37 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
-/* The latest run of each (trace, policy, conf, capacity), with its labels,
- * retries and its policy's default-setting peak for comparison. */
-static const char table_sql[] =
-	"SELECT r.trace_path,"
-	" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='model'),''),"
-	" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='batch'),''),"
-	" r.policy, r.conf, r.peak_reserved, r.peak_allocated, r.peak_requested,"
-	" r.device_allocs, r.device_frees,"
-	" coalesce((SELECT value FROM run_stats WHERE run_id=r.id AND name='num_alloc_retries'),0),"
-	" r.oom, r.capacity,"
-	" (SELECT d.peak_reserved FROM runs d WHERE d.trace_crc32=r.trace_crc32"
-	"   AND d.policy=r.policy AND d.conf='' AND d.capacity=r.capacity"
-	"   ORDER BY d.id DESC LIMIT 1)"
-	" FROM runs r"
-	" WHERE r.id=(SELECT max(x.id) FROM runs x WHERE x.trace_crc32=r.trace_crc32"
-	"   AND x.policy=r.policy AND x.conf=r.conf AND x.capacity=r.capacity)"
-	" ORDER BY r.trace_path, r.capacity DESC, r.policy='optimal', r.policy, r.conf<>'', r.conf";
-
-enum { C_PATH, C_MODEL, C_BATCH, C_POLICY, C_CONF, C_RES, C_ALLOC, C_REQ, C_DALLOC,
-       C_DFREE, C_RETRY, C_OOM, C_CAP, C_DEFRES, C_N };
-
 struct table_ctx {
 	int json;
 	struct json j;
 	char last_path[4096];
 };
 
-static uint64_t col_u64(const char *s) { return s ? strtoull(s, NULL, 10) : 0; }
-
-static int print_row(void *vctx, int ncols, const char *const *c)
+static int print_row(void *vctx, const struct store_table_row *r)
 {
 	struct table_ctx *t = vctx;
-	if (ncols < C_N)
-		return 1;
-	uint64_t res = col_u64(c[C_RES]), req = col_u64(c[C_REQ]);
+	uint64_t res = r->peak_reserved, req = r->peak_requested;
 	double vs_floor = req ? (double)res / (double)req : 0.0;
-	double vs_def = c[C_DEFRES] && col_u64(c[C_DEFRES])
-				? (double)res / (double)col_u64(c[C_DEFRES]) - 1.0 : 0.0;
+	double vs_def = r->has_default && r->default_peak_reserved
+				? (double)res / (double)r->default_peak_reserved - 1.0 : 0.0;
 	if (t->json) {
 		json_begin_object(&t->j);
-		json_kv_string(&t->j, "trace", c[C_PATH]);
-		json_kv_string(&t->j, "model", c[C_MODEL]);
-		json_kv_string(&t->j, "batch", c[C_BATCH]);
-		json_kv_string(&t->j, "policy", c[C_POLICY]);
-		json_kv_string(&t->j, "conf", c[C_CONF]);
-		json_kv_u64(&t->j, "capacity", col_u64(c[C_CAP]));
+		json_kv_string(&t->j, "trace", r->trace_path);
+		json_kv_string(&t->j, "model", r->model);
+		json_kv_string(&t->j, "batch", r->batch);
+		json_kv_string(&t->j, "policy", r->policy);
+		json_kv_string(&t->j, "conf", r->conf);
+		json_kv_u64(&t->j, "capacity", r->capacity);
 		json_kv_u64(&t->j, "peak_reserved", res);
-		json_kv_u64(&t->j, "peak_allocated", col_u64(c[C_ALLOC]));
+		json_kv_u64(&t->j, "peak_allocated", r->peak_allocated);
 		json_kv_u64(&t->j, "floor", req);
 		json_kv_double(&t->j, "reserved_over_floor", vs_floor);
-		json_kv_u64(&t->j, "device_allocs", col_u64(c[C_DALLOC]));
-		json_kv_u64(&t->j, "device_frees", col_u64(c[C_DFREE]));
-		json_kv_u64(&t->j, "num_alloc_retries", col_u64(c[C_RETRY]));
-		json_kv_bool(&t->j, "oom", col_u64(c[C_OOM]) != 0);
+		json_kv_u64(&t->j, "device_allocs", r->device_allocs);
+		json_kv_u64(&t->j, "device_frees", r->device_frees);
+		json_kv_u64(&t->j, "num_alloc_retries", r->num_alloc_retries);
+		json_kv_bool(&t->j, "oom", r->oom);
 		json_key(&t->j, "change_vs_default");
-		if (c[C_DEFRES])
+		if (r->has_default)
 			json_double(&t->j, vs_def);
 		else
 			json_null(&t->j);
@@ -79,22 +55,22 @@ static int print_row(void *vctx, int ncols, const char *const *c)
 		return 0;
 	}
 	char b1[32], b2[32], b3[32], b4[32];
-	if (strcmp(t->last_path, c[C_PATH])) {
-		snprintf(t->last_path, sizeof t->last_path, "%s", c[C_PATH]);
-		printf("\n%s%s%s%s%s  (floor: peak of live requests %s)\n", c[C_PATH],
-		       *c[C_MODEL] ? "  model=" : "", c[C_MODEL], *c[C_BATCH] ? "  batch=" : "",
-		       c[C_BATCH], size_fmt(req, b1, sizeof b1));
+	if (strcmp(t->last_path, r->trace_path)) {
+		snprintf(t->last_path, sizeof t->last_path, "%s", r->trace_path);
+		printf("\n%s%s%s%s%s  (floor: peak of live requests %s)\n", r->trace_path,
+		       *r->model ? "  model=" : "", r->model, *r->batch ? "  batch=" : "",
+		       r->batch, size_fmt(req, b1, sizeof b1));
 		printf("  %-10s %-12s %-46s %12s %12s %9s %8s %8s %7s %4s %10s\n", "device",
 		       "policy", "setting", "reserved", "allocated", "res/floor", "dev.mal", "dev.free", "retries",
 		       "OOM", "vs default");
 	}
 	char vs[32] = "";
-	if (c[C_DEFRES] && *c[C_CONF])
+	if (r->has_default && *r->conf)
 		snprintf(vs, sizeof vs, "%+.1f%%%s", 100.0 * vs_def, vs_def > 0.005 ? " WORSE" : "");
 	printf("  %-10s %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
-	       size_fmt(col_u64(c[C_CAP]), b4, sizeof b4), c[C_POLICY], *c[C_CONF] ? c[C_CONF] : "(default)", size_fmt(res, b2, sizeof b2),
-	       size_fmt(col_u64(c[C_ALLOC]), b3, sizeof b3), vs_floor, col_u64(c[C_DALLOC]),
-	       col_u64(c[C_DFREE]), col_u64(c[C_RETRY]), col_u64(c[C_OOM]) ? "yes" : "no", vs);
+	       size_fmt(r->capacity, b4, sizeof b4), r->policy, *r->conf ? r->conf : "(default)", size_fmt(res, b2, sizeof b2),
+	       size_fmt(r->peak_allocated, b3, sizeof b3), vs_floor, r->device_allocs,
+	       r->device_frees, r->num_alloc_retries, r->oom ? "yes" : "no", vs);
 	return 0;
 }
 
@@ -147,7 +123,7 @@ int cmd_table(int argc, char **argv)
 		json_init(&t.j, stdout);
 		json_begin_array(&t.j);
 	}
-	int n = store_query(s, table_sql, NULL, 0, print_row, &t, err, sizeof err);
+	int n = store_table_query(s, print_row, &t, err, sizeof err);
 	if (t.json)
 		json_end_array(&t.j);
 	store_close(s);

@@ -366,70 +366,6 @@ static int cmd_trace_cat(int argc, char **argv)
 
 /* ------------------------------------------------------------ stats */
 
-struct tstats {
-	uint64_t count[TREC_COUNT];
-	uint64_t records, links, alloc_bytes;
-	uint64_t live_bytes, peak_live_bytes, peak_at;
-	uint64_t unmatched_frees;
-	uint64_t graph_kernels;   /* kernels launched from a CUDA graph */
-	struct u64map graphs;     /* graph ids seen on 'k', 'c' and 'm' records */
-	uint64_t first, last_end;
-	int any;
-};
-
-static int stats_graph(struct tstats *s, uint32_t graph)
-{
-	return graph ? u64map_put(&s->graphs, graph, 1) : 0;
-}
-
-static int stats_rec(struct tstats *s, struct u64map *live, const struct trace_rec *rec)
-{
-	uint64_t old;
-	s->count[rec->type]++;
-	s->records++;
-	if (!s->any) {
-		s->first = rec->start;
-		s->any = 1;
-	}
-	if (rec->end > s->last_end)
-		s->last_end = rec->end;
-	if (rec->start > s->last_end)
-		s->last_end = rec->start;
-	switch (rec->type) {
-	case TREC_ALLOC:
-		s->alloc_bytes += rec->u.mem.bytes;
-		if (rec->u.mem.addr == U64MAP_EMPTY)
-			break;
-		if (u64map_get(live, rec->u.mem.addr, &old))
-			s->live_bytes -= old; /* reallocated without a free: replace */
-		if (u64map_put(live, rec->u.mem.addr, rec->u.mem.bytes) < 0)
-			return -1;
-		s->live_bytes += rec->u.mem.bytes;
-		if (s->live_bytes > s->peak_live_bytes) {
-			s->peak_live_bytes = s->live_bytes;
-			s->peak_at = rec->start;
-		}
-		break;
-	case TREC_FREE:
-		if (rec->u.mem.addr != U64MAP_EMPTY && u64map_del(live, rec->u.mem.addr, &old))
-			s->live_bytes -= old;
-		else
-			s->unmatched_frees++;
-		break;
-	case TREC_KERNEL:
-		s->links += rec->u.kernel.nlinks;
-		if (rec->u.kernel.graph)
-			s->graph_kernels++;
-		return stats_graph(s, rec->u.kernel.graph);
-	case TREC_MEMCPY:
-	case TREC_MEMSET:
-		return stats_graph(s, rec->u.copy.graph);
-	default:
-		break;
-	}
-	return 0;
-}
-
 static void json_kv_str_or_null(struct json *j, const char *key, const char *v)
 {
 	json_key(j, key);
@@ -439,17 +375,16 @@ static void json_kv_str_or_null(struct json *j, const char *key, const char *v)
 		json_null(j);
 }
 
-static void stats_json(FILE *f, const struct trace_reader *r, const struct tstats *s,
-		       int complete)
+static void stats_json(FILE *f, const struct trace_stats_result *s)
 {
-	const struct trace_header *h = trace_reader_header(r);
+	const struct trace_header *h = &s->header;
 	char crc[16];
 	struct json j;
 	json_init(&j, f);
 	json_begin_object(&j);
-	json_kv_string(&j, "file", trace_reader_path(r));
+	json_kv_string(&j, "file", s->path);
 	json_kv_u64(&j, "format_version", (uint64_t)h->version);
-	json_kv_bool(&j, "complete", complete);
+	json_kv_bool(&j, "complete", s->complete);
 	json_kv_u64(&j, "records", s->records);
 	json_kv_u64(&j, "allocs", s->count[TREC_ALLOC]);
 	json_kv_u64(&j, "frees", s->count[TREC_FREE]);
@@ -463,19 +398,19 @@ static void stats_json(FILE *f, const struct trace_reader *r, const struct tstat
 	json_kv_u64(&j, "segments", s->count[TREC_SEGMENT]);
 	json_kv_u64(&j, "kernel_buffer_links", s->links);
 	json_kv_u64(&j, "graph_kernels", s->graph_kernels);
-	json_kv_u64(&j, "graphs", s->graphs.count);
+	json_kv_u64(&j, "graphs", s->graphs);
 	json_kv_u64(&j, "alloc_bytes", s->alloc_bytes);
 	json_kv_u64(&j, "peak_live_bytes", s->peak_live_bytes);
 	json_kv_u64(&j, "peak_live_at_ns", s->peak_at);
 	json_kv_u64(&j, "live_bytes_at_end", s->live_bytes);
 	json_kv_u64(&j, "unmatched_frees", s->unmatched_frees);
 	json_kv_u64(&j, "start_ns", s->first);
-	json_kv_u64(&j, "duration_ns", s->any ? s->last_end - s->first : 0);
-	json_kv_u64(&j, "strings", trace_reader_nstrings(r));
-	json_kv_u64(&j, "dropped", trace_reader_trailer(r)->dropped);
-	snprintf(crc, sizeof crc, "%08" PRIx32, trace_reader_crc32(r));
+	json_kv_u64(&j, "duration_ns", s->duration_ns);
+	json_kv_u64(&j, "strings", s->strings);
+	json_kv_u64(&j, "dropped", s->dropped);
+	snprintf(crc, sizeof crc, "%08" PRIx32, s->crc32);
 	json_kv_string(&j, "crc32", crc);
-	json_kv_u64(&j, "text_bytes", trace_reader_bytes(r));
+	json_kv_u64(&j, "text_bytes", s->text_bytes);
 	json_key(&j, "header");
 	json_begin_object(&j);
 	json_kv_str_or_null(&j, "producer", h->producer);
@@ -497,13 +432,12 @@ static void stats_json(FILE *f, const struct trace_reader *r, const struct tstat
 	json_end_object(&j); /* the outermost object ends its line */
 }
 
-static void stats_text(FILE *f, const struct trace_reader *r, const struct tstats *s,
-		       int complete)
+static void stats_text(FILE *f, const struct trace_stats_result *s)
 {
-	const struct trace_header *h = trace_reader_header(r);
+	const struct trace_header *h = &s->header;
 	char b1[32], b2[32];
-	fprintf(f, "%s: gpumemsim trace v%d, %s\n", trace_reader_path(r), h->version,
-		complete ? "complete" : "INCOMPLETE (cut short)");
+	fprintf(f, "%s: gpumemsim trace v%d, %s\n", s->path, h->version,
+		s->complete ? "complete" : "INCOMPLETE (cut short)");
 	if (h->producer)
 		fprintf(f, "  producer        %s %s\n", h->producer,
 			h->producer_version ? h->producer_version : "");
@@ -519,20 +453,18 @@ static void stats_text(FILE *f, const struct trace_reader *r, const struct tstat
 			fprintf(f, "    %-13s %" PRIu64 "\n", trace_rec_name((enum trace_rec_type)t),
 				s->count[t]);
 	fprintf(f, "  kernel links    %" PRIu64 "\n", s->links);
-	if (s->graph_kernels || s->graphs.count)
+	if (s->graph_kernels || s->graphs)
 		fprintf(f, "  CUDA graphs     %zu, %" PRIu64 " kernels launched from them\n",
-			s->graphs.count, s->graph_kernels);
+			s->graphs, s->graph_kernels);
 	fprintf(f, "  allocated       %s in total\n", size_fmt(s->alloc_bytes, b1, sizeof b1));
 	fprintf(f, "  peak live       %s at %.6f s\n",
 		size_fmt(s->peak_live_bytes, b1, sizeof b1), (double)s->peak_at / 1e9);
 	fprintf(f, "  live at end     %s\n", size_fmt(s->live_bytes, b2, sizeof b2));
 	if (s->unmatched_frees)
 		fprintf(f, "  unmatched frees %" PRIu64 "\n", s->unmatched_frees);
-	fprintf(f, "  duration        %.6f s\n",
-		s->any ? (double)(s->last_end - s->first) / 1e9 : 0.0);
-	if (trace_reader_trailer(r)->dropped)
-		fprintf(f, "  dropped         %" PRIu64 " (producer lost records)\n",
-			trace_reader_trailer(r)->dropped);
+	fprintf(f, "  duration        %.6f s\n", (double)s->duration_ns / 1e9);
+	if (s->dropped)
+		fprintf(f, "  dropped         %" PRIu64 " (producer lost records)\n", s->dropped);
 }
 
 static int cmd_trace_stats(int argc, char **argv)
@@ -541,46 +473,27 @@ static int cmd_trace_stats(int argc, char **argv)
 	int as_json, done = trace_path_args(argc, argv, &sub_stats, &as_json, &path);
 	if (done != TRACE_ARGS_GO_ON)
 		return done;
-	struct trace_reader *r = open_or_report(path);
-	if (!r)
+	struct trace_stats_result s;
+	char err[8192];
+	if (trace_stats(path, &s, err, sizeof err) < 0) {
+		fprintf(stderr, "%s\n", err);
 		return 1;
-	struct tstats s;
-	memset(&s, 0, sizeof s);
-	u64map_init(&s.graphs);
-	struct u64map live;
-	u64map_init(&live);
-	struct trace_rec rec;
-	int rc, ret = 0;
-	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
-		if (stats_rec(&s, &live, &rec) < 0) {
-			fprintf(stderr, "%s: out of memory\n", path);
-			ret = 1;
-			goto out;
-		}
 	}
-	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
-		fprintf(stderr, "%s\n", trace_reader_error(r));
-		ret = 1;
-		goto out;
-	}
-	int complete = rc == TRACE_EOF && trace_reader_trailer(r)->present;
-	if (rc == TRACE_ERR_TRUNCATED)
+	int ret = 0;
+	if (s.truncated)
 		fprintf(stderr, "warning: %s; statistics cover the records before it\n",
-			trace_reader_error(r));
-	else if (!complete)
+			s.truncation);
+	else if (!s.complete)
 		fprintf(stderr, "warning: %s: no 'end' trailer: the trace was cut short\n", path);
 	if (as_json)
-		stats_json(stdout, r, &s, complete);
+		stats_json(stdout, &s);
 	else
-		stats_text(stdout, r, &s, complete);
+		stats_text(stdout, &s);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "gpumemsim trace stats: writing the output failed\n");
 		ret = 1;
 	}
-out:
-	u64map_free(&live);
-	u64map_free(&s.graphs);
-	trace_reader_close(r);
+	trace_stats_free(&s);
 	return ret;
 }
 

@@ -13,21 +13,24 @@
  *
  *   traces     trace_reader_open / _next / _close, trace_writer_* (the
  *              format: traces/FORMAT.md), trace_check (lifetimes and
- *              links, what `trace validate` says); torch snapshot import;
- *              markers
+ *              links, what `trace validate` says), trace_stats (counts,
+ *              peak live bytes, what `trace stats` says); torch snapshot
+ *              import; markers
  *   policies   policy_find(name), policy_list_names, the registry table;
  *              conf strings in the frameworks' syntax (conf_next, conf_size)
  *   device     the simulated device, the API call cost model (cost_parse,
  *              cost_fit_trace) for timed replays
  *   sim        sim_run(options) -> struct sim_result (peaks, fragmentation,
  *              OOM verdicts, timeline, live set at the peak, step times),
- *              sim_result_free; oom_explain; the SQLite store (store_*),
- *              sweeps (sweep_run); replays compared with recorded runs of
- *              real allocators (validate_torch_truth, validate_jax_truth,
+ *              sim_result_free; oom_explain; the SQLite store (store_*,
+ *              store_table_query: the rows of `gpumemsim table`), sweeps
+ *              (sweep_run); replays compared with recorded runs of real
+ *              allocators (validate_torch_truth, validate_jax_truth,
  *              validate_async_truth)
  *   whatif     batch-size fit (bf_load, bf_align, bf_fit, bf_synth),
  *              fusion (fusion_*), maxbatch_search, explain_batch
- *   plots      plot_make (gnuplot figures), report_write (HTML + Markdown)
+ *   plots      plot_make (gnuplot figures), report_write (HTML + Markdown),
+ *              perfetto_export_runs / _trace (Chrome trace JSON)
  *   capture    cap_conv_* (CUPTI records -> trace, no CUDA needed),
  *              capture_launch (run a program with the capture library)
  *   base       size_fmt, JSON writer, growth vector, hash map, version
@@ -43,6 +46,7 @@
 #include "../base/version.h"
 #include "../traces/trace.h"
 #include "../traces/trace_check.h"
+#include "../traces/trace_stats.h"
 #include "../traces/import_torch.h"
 #include "../traces/markers.h"
 #include "../device/cost.h"
@@ -53,6 +57,7 @@
 #include "../sim/engine.h"
 #include "../sim/oom_text.h"
 #include "../sim/store.h"
+#include "../sim/store_table.h"
 #include "../sim/sweep.h"
 #include "../sim/validate_truth.h"
 #include "../whatif/batch_fit.h"
@@ -60,6 +65,7 @@
 #include "../whatif/explain.h"
 #include "../whatif/fusion.h"
 #include "../whatif/maxbatch.h"
+#include "../plots/perfetto.h"
 #include "../plots/plot.h"
 #include "../plots/report.h"
 
