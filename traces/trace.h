@@ -204,6 +204,12 @@ struct trace_reader;
  * trace_reader_status() (< 0 means the open or header failed and
  * trace_reader_error() says why, naming the file and line).
  */
+/* DST = a deep copy of SRC (its strings and labels), to outlive SRC's
+ * reader; -1 when out of memory, with what was copied in DST to free.
+ * trace_header_free frees such a copy (and zeroes it). */
+int trace_header_copy(struct trace_header *dst, const struct trace_header *src);
+void trace_header_free(struct trace_header *h);
+
 struct trace_reader *trace_reader_open(const char *path);
 int trace_reader_status(const struct trace_reader *r);
 const char *trace_reader_error(const struct trace_reader *r);

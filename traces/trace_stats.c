@@ -65,59 +65,11 @@ static int stats_rec(struct trace_stats_result *s, struct u64map *live, struct u
 	return 0;
 }
 
-/* *TO = a copy of FROM (NULL stays NULL); -1 when out of memory. */
-static int dup_str(char **to, const char *from)
-{
-	*to = from ? strdup(from) : NULL;
-	return from && !*to ? -1 : 0;
-}
-
-/* DST = a deep copy of SRC; on -1 what was copied is in DST, to free. */
-static int copy_header(struct trace_header *dst, const struct trace_header *src)
-{
-	memset(dst, 0, sizeof *dst);
-	dst->version = src->version;
-	dst->total_memory = src->total_memory;
-	if (dup_str(&dst->producer, src->producer) < 0 ||
-	    dup_str(&dst->producer_version, src->producer_version) < 0 ||
-	    dup_str(&dst->gpu, src->gpu) < 0 ||
-	    dup_str(&dst->compute_capability, src->compute_capability) < 0 ||
-	    dup_str(&dst->driver, src->driver) < 0 || dup_str(&dst->cuda, src->cuda) < 0 ||
-	    dup_str(&dst->cupti, src->cupti) < 0 || dup_str(&dst->cudnn, src->cudnn) < 0 ||
-	    dup_str(&dst->command, src->command) < 0)
-		return -1;
-	if (!src->nlabels)
-		return 0;
-	dst->labels = calloc(src->nlabels, sizeof *dst->labels);
-	if (!dst->labels)
-		return -1;
-	for (size_t i = 0; i < src->nlabels; i++) {
-		dst->nlabels = i + 1;
-		if (dup_str(&dst->labels[i].key, src->labels[i].key) < 0 ||
-		    dup_str(&dst->labels[i].value, src->labels[i].value) < 0)
-			return -1;
-	}
-	return 0;
-}
 
 void trace_stats_free(struct trace_stats_result *out)
 {
-	struct trace_header *h = &out->header;
 	free(out->path);
-	free(h->producer);
-	free(h->producer_version);
-	free(h->gpu);
-	free(h->compute_capability);
-	free(h->driver);
-	free(h->cuda);
-	free(h->cupti);
-	free(h->cudnn);
-	free(h->command);
-	for (size_t i = 0; i < h->nlabels; i++) {
-		free(h->labels[i].key);
-		free(h->labels[i].value);
-	}
-	free(h->labels);
+	trace_header_free(&out->header);
 	memset(out, 0, sizeof *out);
 }
 
@@ -140,8 +92,9 @@ int trace_stats(const char *path, struct trace_stats_result *out, char *err, siz
 	u64map_init(&graphs);
 	struct trace_rec rec;
 	int rc, ret = 0;
-	if (dup_str(&s->path, trace_reader_path(r)) < 0 ||
-	    copy_header(&s->header, trace_reader_header(r)) < 0) {
+	const char *rp = trace_reader_path(r);
+	if ((rp && !(s->path = strdup(rp))) ||
+	    trace_header_copy(&s->header, trace_reader_header(r)) < 0) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		ret = -1;
 		goto out;

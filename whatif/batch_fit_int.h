@@ -110,8 +110,6 @@ static inline int streq_null(const char *a, const char *b)
 
 /* batch_fit_load.c: a header's owned strings freed, or deep-copied (0, or
  * -1 out of memory) */
-void bf_header_free(struct trace_header *h);
-int bf_header_copy(struct trace_header *d, const struct trace_header *s);
 
 /* batch_fit_align.c */
 /* Align every capture with the first; canonical events and sites are the

@@ -17,10 +17,6 @@
 
 /* ------------------------------------------------------------- helpers */
 
-static char *xstrdup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
 
 static int has_ci(const char *s, const char *needle)
 {
@@ -50,53 +46,6 @@ static int is_foreign_lib(const char *src)
 	return 0;
 }
 
-void bf_header_free(struct trace_header *h)
-{
-	free(h->producer);
-	free(h->producer_version);
-	free(h->gpu);
-	free(h->compute_capability);
-	free(h->driver);
-	free(h->cuda);
-	free(h->cupti);
-	free(h->cudnn);
-	free(h->command);
-	for (size_t i = 0; i < h->nlabels; i++) {
-		free(h->labels[i].key);
-		free(h->labels[i].value);
-	}
-	free(h->labels);
-	memset(h, 0, sizeof *h);
-}
-
-int bf_header_copy(struct trace_header *d, const struct trace_header *s)
-{
-	memset(d, 0, sizeof *d);
-	d->version = s->version;
-	d->total_memory = s->total_memory;
-	d->producer = xstrdup(s->producer);
-	d->producer_version = xstrdup(s->producer_version);
-	d->gpu = xstrdup(s->gpu);
-	d->compute_capability = xstrdup(s->compute_capability);
-	d->driver = xstrdup(s->driver);
-	d->cuda = xstrdup(s->cuda);
-	d->cupti = xstrdup(s->cupti);
-	d->cudnn = xstrdup(s->cudnn);
-	d->command = xstrdup(s->command);
-	if (s->nlabels) {
-		d->labels = calloc(s->nlabels, sizeof *d->labels);
-		if (!d->labels)
-			return -1;
-		d->nlabels = s->nlabels;
-		for (size_t i = 0; i < s->nlabels; i++) {
-			d->labels[i].key = xstrdup(s->labels[i].key);
-			d->labels[i].value = xstrdup(s->labels[i].value);
-			if (!d->labels[i].key || !d->labels[i].value)
-				return -1;
-		}
-	}
-	return 0;
-}
 
 /* ---------------------------------------------------------------- load */
 
@@ -281,7 +230,7 @@ int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
-	if (bf_header_copy(&t->hdr, trace_reader_header(r)) < 0) {
+	if (trace_header_copy(&t->hdr, trace_reader_header(r)) < 0) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
@@ -339,7 +288,7 @@ void bf_free(struct bf_trace *t)
 	if (!t)
 		return;
 	free(t->path);
-	bf_header_free(&t->hdr);
+	trace_header_free(&t->hdr);
 	for (uint32_t i = 0; t->str && i < t->nstr; i++)
 		free(t->str[i]);
 	free(t->str);

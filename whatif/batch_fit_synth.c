@@ -183,7 +183,7 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 	/* the nearest capture is the template (ties: the larger one) */
 	size_t kt = bf_template_index(m, batch);
 	T = m->sorted[kt];
-	if (bf_header_copy(&h, &T->hdr) < 0)
+	if (trace_header_copy(&h, &T->hdr) < 0)
 		goto nomem;
 	snprintf(bbuf, sizeof bbuf, "%" PRIu64, batch);
 	for (size_t i = 0; i < h.nlabels; i++) {
@@ -273,7 +273,7 @@ nomem:
 out:
 	if (w)
 		trace_writer_abort(w);
-	bf_header_free(&h);
+	trace_header_free(&h);
 	free(sid);
 	free(pred);
 	free(kdur);
