@@ -30,6 +30,10 @@ static int print_row(void *vctx, const struct store_table_row *r)
 	double vs_floor = req ? (double)res / (double)req : 0.0;
 	double vs_def = r->has_default && r->default_peak_reserved
 				? (double)res / (double)r->default_peak_reserved - 1.0 : 0.0;
+	/* A run that ran out of memory stopped growing where it failed: its
+	 * peak is no saving, and against a default that failed, no change
+	 * in peak means anything either. */
+	const char *no_vs = r->oom ? "OOM" : r->has_default && r->default_oom ? "default OOM" : NULL;
 	if (t->json) {
 		json_begin_object(&t->j);
 		json_kv_string(&t->j, "trace", r->trace_path);
@@ -47,7 +51,7 @@ static int print_row(void *vctx, const struct store_table_row *r)
 		json_kv_u64(&t->j, "num_alloc_retries", r->num_alloc_retries);
 		json_kv_bool(&t->j, "oom", r->oom);
 		json_key(&t->j, "change_vs_default");
-		if (r->has_default)
+		if (r->has_default && !no_vs)
 			json_double(&t->j, vs_def);
 		else
 			json_null(&t->j);
@@ -65,7 +69,9 @@ static int print_row(void *vctx, const struct store_table_row *r)
 		       "OOM", "vs default");
 	}
 	char vs[32] = "";
-	if (r->has_default && *r->conf)
+	if (r->has_default && *r->conf && no_vs)
+		snprintf(vs, sizeof vs, "%s", no_vs);
+	else if (r->has_default && *r->conf)
 		snprintf(vs, sizeof vs, "%+.1f%%%s", 100.0 * vs_def, vs_def > 0.005 ? " WORSE" : "");
 	printf("  %-10s %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
 	       size_fmt(r->capacity, b4, sizeof b4), r->policy, *r->conf ? r->conf : "(default)", size_fmt(res, b2, sizeof b2),
@@ -86,7 +92,8 @@ static void usage(FILE *f)
 		  "Per trace, every stored policy and setting: peak reserved and allocated,\n"
 		  "reserved over the floor (peak of live requested bytes, which no allocator\n"
 		  "beats), device malloc/free counts, alloc retries, OOM, and the change against\n"
-		  "the same policy's default setting (WORSE when a setting raises the peak).\n"
+		  "the same policy's default setting (WORSE when a setting raises the peak;\n"
+		  "no change is given where either run ran out of memory: OOM, default OOM).\n"
 		  "The latest run of each trace/policy/setting/capacity is shown.\n",
 		  table_opts, NULL);
 }

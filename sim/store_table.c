@@ -18,6 +18,9 @@ static const char table_sql[] =
 	" r.oom, r.capacity,"
 	" (SELECT d.peak_reserved FROM runs d WHERE d.trace_crc32=r.trace_crc32"
 	"   AND d.policy=r.policy AND d.conf='' AND d.capacity=r.capacity"
+	"   ORDER BY d.id DESC LIMIT 1),"
+	" (SELECT d.oom FROM runs d WHERE d.trace_crc32=r.trace_crc32"
+	"   AND d.policy=r.policy AND d.conf='' AND d.capacity=r.capacity"
 	"   ORDER BY d.id DESC LIMIT 1)"
 	" FROM runs r"
 	" WHERE r.id=(SELECT max(x.id) FROM runs x WHERE x.trace_crc32=r.trace_crc32"
@@ -25,7 +28,7 @@ static const char table_sql[] =
 	" ORDER BY r.trace_path, r.capacity DESC, r.policy='optimal', r.policy, r.conf<>'', r.conf";
 
 enum { C_PATH, C_MODEL, C_BATCH, C_POLICY, C_CONF, C_RES, C_ALLOC, C_REQ, C_DALLOC,
-       C_DFREE, C_RETRY, C_OOM, C_CAP, C_DEFRES, C_N };
+       C_DFREE, C_RETRY, C_OOM, C_CAP, C_DEFRES, C_DEFOOM, C_N };
 
 struct table_ctx {
 	store_table_fn fn;
@@ -56,6 +59,7 @@ static int table_row(void *vctx, int ncols, const char *const *c)
 		.oom = col_u64(c[C_OOM]) != 0,
 		.has_default = c[C_DEFRES] != NULL,
 		.default_peak_reserved = col_u64(c[C_DEFRES]),
+		.default_oom = col_u64(c[C_DEFOOM]) != 0,
 	};
 	return t->fn(t->ctx, &r);
 }

@@ -27,6 +27,7 @@ struct store_table_row {
 	int has_default;               /* a default-setting run of the same trace,
 					  policy and capacity is stored */
 	uint64_t default_peak_reserved; /* its peak reserved (when has_default) */
+	int default_oom;               /* that default run ran out of memory */
 };
 
 /* Called per row; returns non-zero to stop. */

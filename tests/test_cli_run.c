@@ -248,3 +248,33 @@ Test(cli_run, policies_lists_registry)
 	cr_assert_eq(sh(&c, "policies --bogus"), 2);
 	teardown(&c);
 }
+
+/* A setting that ran out of memory is no saving against its default:
+ * the table says OOM where it would give a change, JSON gives null. */
+Test(cli_run, table_never_counts_an_oom_as_a_saving)
+{
+	struct cli c;
+	setup(&c);
+	const char *t = "traces/torch/torch-resnet18-b16.trace.gz";
+	char args[1024];
+	snprintf(args, sizeof args, "run %s --policy pytorch --capacity 3GiB --db %s", t, c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	snprintf(args, sizeof args, "run %s --policy pytorch --conf roundup_power2_divisions:4 "
+		 "--capacity 3GiB --db %s", t, c.db);
+	cr_assert_eq(sh(&c, args), 0, "an OOM is a result");
+	snprintf(args, sizeof args, "table --db %s", c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	char *out = slurp(c.out);
+	const char *row = strstr(out, "roundup_power2_divisions:4");
+	cr_assert_not_null(row, "%s", out);
+	cr_assert(strstr(row, " yes        OOM\n"), "%s", row);
+	cr_assert_null(strstr(row, "%"), "no percentage for an OOM run: %s", row);
+	free(out);
+	snprintf(args, sizeof args, "table --db %s --json", c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	out = slurp(c.out);
+	cr_assert(strstr(out, "\"oom\":true,\"change_vs_default\":null"), "%s", out);
+	cr_assert(strstr(out, "\"oom\":false,\"change_vs_default\":0"), "%s", out);
+	free(out);
+	teardown(&c);
+}
