@@ -255,3 +255,17 @@ int conf_size(const char *s, uint64_t *out)
 	}
 	return -1;
 }
+
+/* A size a person types for a device: "80GiB", "512MiB", "4096B"; a bare
+ * number is refused ("--capacity 80" was taken as 80 bytes). */
+int conf_size_with_unit(const char *s, uint64_t *out)
+{
+	if (!s)
+		return -1;
+	const char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		e--;
+	if (e == s || !isalpha((unsigned char)e[-1]))
+		return -1;
+	return conf_size(s, out);
+}

@@ -30,5 +30,8 @@ int conf_double(const struct conf_kv *kv, double lo, double hi, double *out,
 int conf_bool(const struct conf_kv *kv, int *out, char *err, size_t errlen);
 /* Sizes such as "80GiB", "512MiB", "1.5GB", "4096" (bytes). */
 int conf_size(const char *s, uint64_t *out);
+/* The same with a unit required ("80GiB", "4096B"): a bare number is an
+ * error, so "--capacity 80" is not taken as 80 bytes. For command lines. */
+int conf_size_with_unit(const char *s, uint64_t *out);
 
 #endif /* BASE_CONF_H */

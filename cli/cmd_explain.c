@@ -83,7 +83,7 @@ int cmd_explain(int argc, char **argv)
 				from_range = v;
 			else if (!strcmp(o, "--conf"))
 				conf = v;
-			else if (conf_size(v, &capacity) < 0 || !capacity) {
+			else if (conf_size_with_unit(v, &capacity) < 0 || !capacity) {
 				fprintf(stderr, "gpumemsim explain: --capacity '%s': expected a size such "
 					"as 80GiB\n", v);
 				return EXIT_USAGE;

@@ -95,7 +95,7 @@ int cmd_export(int argc, char **argv)
 		} else if (!strcmp(a, "--conf") && i + 1 < argc) {
 			conf = argv[++i];
 		} else if (!strcmp(a, "--capacity") && i + 1 < argc) {
-			if (conf_size(argv[++i], &capacity) < 0 || !capacity) {
+			if (conf_size_with_unit(argv[++i], &capacity) < 0 || !capacity) {
 				fprintf(stderr, "gpumemsim export: --capacity '%s': expected a size such "
 					"as 80GiB\n", argv[i]);
 				return EXIT_USAGE;

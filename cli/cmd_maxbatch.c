@@ -125,7 +125,7 @@ int cmd_maxbatch(int argc, char **argv)
 		} else if (!strcmp(o, "--conf")) {
 			conf = v;
 		} else if (!strcmp(o, "--capacity")) {
-			if (conf_size(v, &capacity) < 0 || !capacity) {
+			if (conf_size_with_unit(v, &capacity) < 0 || !capacity) {
 				fprintf(stderr, "gpumemsim maxbatch: --capacity '%s': expected a size such "
 					"as 80GiB, 40GB or 512MiB\n", v);
 				return EXIT_USAGE;

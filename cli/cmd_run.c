@@ -101,7 +101,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		} else if (!strcmp(o, "--db")) {
 			a->db = v;
 		} else if (!strcmp(o, "--capacity")) {
-			if (conf_size(v, &a->capacity) < 0 || !a->capacity) {
+			if (conf_size_with_unit(v, &a->capacity) < 0 || !a->capacity) {
 				fprintf(stderr, "gpumemsim run: --capacity '%s': expected a size such "
 					"as 80GiB, 40GB or 512MiB\n", v);
 				return EXIT_USAGE;

@@ -256,7 +256,7 @@ static int parse_capacity(const char *s, uint64_t *out)
 		*out = 0;
 		return 0;
 	}
-	return conf_size(s, out) < 0 || !*out ? -1 : 0;
+	return conf_size_with_unit(s, out) < 0 || !*out ? -1 : 0;
 }
 
 /* Policies and capacities may come space- or comma-separated. */

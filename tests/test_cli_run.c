@@ -278,3 +278,23 @@ Test(cli_run, table_never_counts_an_oom_as_a_saving)
 	free(out);
 	teardown(&c);
 }
+
+/* A size without a unit is an error, not that many bytes. */
+Test(cli_run, capacity_without_a_unit_is_refused)
+{
+	struct cli c;
+	setup(&c);
+	write_trace(c.trace, 0);
+	char args[1024];
+	snprintf(args, sizeof args, "run %s --policy cuda_malloc --capacity 80 --db %s", c.trace, c.db);
+	cr_assert_eq(sh(&c, args), 2);
+	char *err = slurp(c.err);
+	cr_assert(strstr(err, "--capacity '80'"), "%s", err);
+	free(err);
+	snprintf(args, sizeof args, "run %s --policy cuda_malloc --capacity 4096B --db %s", c.trace, c.db);
+	cr_assert_eq(sh(&c, args), 0, "bytes with their unit are fine");
+	snprintf(args, sizeof args, "sweep --traces %s --policies cuda_malloc --capacities 80 --db %s",
+		 c.trace, c.db);
+	cr_assert_eq(sh(&c, args), 2);
+	teardown(&c);
+}
