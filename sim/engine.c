@@ -221,6 +221,11 @@ const char *sim_oom_verdict_foreign(uint64_t request, uint64_t allocated, uint64
 	/* the framework's own bytes fit: what is beside it took the room */
 	if (foreign && capacity && allocated + foreign + request > capacity)
 		return "foreign";
+	/* nothing live and nothing cached: there is nothing to fragment; the
+	 * device refused the policy's own reservation (an offline plan, a
+	 * preallocated pool), which the capacity cannot hold */
+	if (allocated == 0 && cached_free <= 0)
+		return "capacity";
 	return "fragmentation";
 }
 

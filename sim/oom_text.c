@@ -17,6 +17,14 @@ const char *oom_explain(const char *verdict, uint64_t request, uint64_t allocate
 								  : "the device";
 	if (!verdict || !*verdict) {
 		snprintf(buf, len, "unknown (no verdict stored)");
+	} else if ((!strcmp(verdict, "capacity") || !strcmp(verdict, "limit")) && limit &&
+		   allocated + request <= limit) {
+		/* the request itself fits: the policy asked the device for more
+		 * (its reservation: an offline plan, a preallocated pool) */
+		snprintf(buf, len, "%s: with %s live, a request of %s made the policy reserve more "
+			 "than the %s usable (%s): its reservation does not fit", verdict,
+			 size_fmt(allocated, b1, sizeof b1), size_fmt(request, b2, sizeof b2),
+			 size_fmt(limit, b3, sizeof b3), what);
 	} else if (!strcmp(verdict, "capacity") || !strcmp(verdict, "limit")) {
 		snprintf(buf, len, "%s: %s live + %s requested > %s usable (%s)", verdict,
 			 size_fmt(allocated, b1, sizeof b1), size_fmt(request, b2, sizeof b2),

@@ -298,3 +298,26 @@ Test(cli_run, capacity_without_a_unit_is_refused)
 	cr_assert_eq(sh(&c, args), 2);
 	teardown(&c);
 }
+
+/* Below the floor the offline plan itself does not fit: that is capacity,
+ * not fragmentation with nothing live. */
+Test(cli_run, optimal_below_the_floor_is_capacity)
+{
+	struct cli c;
+	setup(&c);
+	char args[1024];
+	snprintf(args, sizeof args, "run traces/torch/torch-resnet18-b16.trace.gz --policy optimal "
+		 "--capacity 1GiB --db %s --json", c.db);
+	cr_assert_eq(sh(&c, args), 0, "an OOM is a result");
+	char *out = slurp(c.out);
+	cr_assert(strstr(out, "\"verdict\":\"capacity\""), "%s", out);
+	free(out);
+	snprintf(args, sizeof args, "run traces/torch/torch-resnet18-b16.trace.gz --policy optimal "
+		 "--capacity 1GiB --db %s", c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	out = slurp(c.out);
+	cr_assert(strstr(out, "verdict: capacity: with 0 B live"), "%s", out);
+	cr_assert_null(strstr(out, "verdict: fragmentation"), "%s", out);
+	free(out);
+	teardown(&c);
+}
