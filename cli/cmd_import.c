@@ -15,11 +15,13 @@
 
 /* torch-snapshot and torch-markers share one parse loop and so one table;
  * each option's help says which format it is for. */
-enum { IO_OUT, IO_JSON, IO_TRUTH, IO_SOURCE, IO_MIN_MATCH, IO_MAX_GAP };
+enum { IO_OUT, IO_JSON, IO_LABEL, IO_TRUTH, IO_SOURCE, IO_MIN_MATCH, IO_MAX_GAP };
 
 static const struct cli_opt import_opts[] = {
 	[IO_OUT] = {"-o", "TRACE|OUT", "the trace to write"},
 	[IO_JSON] = {"--json", "META", "torch-snapshot: metadata instead of NAME.json beside FILE"},
+	[IO_LABEL] = {"--label", "KEY=VALUE", "torch-snapshot: a label for the trace (repeatable;\n"
+					      "batch=N makes it usable by explain, whatif, maxbatch)"},
 	[IO_TRUTH] = {"--truth", "TRUTH", "torch-markers: the record with the empty_cache() calls"},
 	[IO_SOURCE] = {"--source", "SUBSTR", "torch-markers: the framework's allocations' source\n"
 					     "(default libc10_cuda)"},
@@ -90,6 +92,9 @@ static int import_markers(const char *capture, const char *truth, const char *ou
 int cmd_import(int argc, char **argv)
 {
 	const char *kind = NULL, *in = NULL, *out = NULL, *json = NULL, *truth = NULL;
+	struct trace_label labels[32];
+	char lab[32][512];
+	size_t nlab = 0;
 	struct markers_options mo = { NULL, 0, 0 };
 	for (int i = 1; i < argc; i++) {
 		char *end;
@@ -101,6 +106,20 @@ int cmd_import(int argc, char **argv)
 			out = argv[++i];
 		} else if (opt == &import_opts[IO_JSON] && i + 1 < argc) {
 			json = argv[++i];
+		} else if (opt == &import_opts[IO_LABEL] && i + 1 < argc) {
+			const char *kv = argv[++i];
+			const char *eq = strchr(kv, '='), *sp = strchr(kv, ' ');
+			if (!eq || eq == kv || strpbrk(kv, "\n\r") || (sp && sp < eq) ||
+			    strlen(kv) >= sizeof lab[0] || nlab == 32) {
+				fprintf(stderr, "gpumemsim import: --label wants KEY=VALUE (a key "
+						"without spaces, one line, at most 32), got '%s'\n", kv);
+				return EXIT_USAGE;
+			}
+			snprintf(lab[nlab], sizeof lab[nlab], "%s", kv);
+			lab[nlab][eq - kv] = '\0';
+			labels[nlab].key = lab[nlab];
+			labels[nlab].value = lab[nlab] + (eq - kv) + 1;
+			nlab++;
 		} else if (opt == &import_opts[IO_TRUTH] && i + 1 < argc) {
 			truth = argv[++i];
 		} else if (opt == &import_opts[IO_SOURCE] && i + 1 < argc) {
@@ -138,9 +157,10 @@ int cmd_import(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!strcmp(kind, "torch-markers")) {
-		if (!truth || json) {
+		if (!truth || json || nlab) {
 			fprintf(stderr, "gpumemsim import torch-markers: %s\n",
-				json ? "--json is for torch-snapshot" : "--truth TRUTH is required");
+				json || nlab ? "--json and --label are for torch-snapshot"
+					     : "--truth TRUTH is required");
 			return EXIT_USAGE;
 		}
 		return import_markers(in, truth, out, &mo);
@@ -157,7 +177,7 @@ int cmd_import(int argc, char **argv)
 	}
 	char err[1024];
 	struct import_torch_stats st;
-	if (import_torch_snapshot(in, out, json, &st, err, sizeof err) < 0) {
+	if (import_torch_snapshot_labeled(in, out, json, labels, nlab, &st, err, sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim import: %s\n", err);
 		return 1;
 	}

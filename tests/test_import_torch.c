@@ -153,3 +153,51 @@ Test(import_torch, missing_input)
 					   NULL, err, sizeof err), 0);
 	cr_assert(strstr(err, "/nonexistent/x.txt"));
 }
+
+/* A snapshot taken without _record_memory_history() has no entries:
+ * nothing to replay is an error, and no trace is left behind. */
+Test(import_torch, no_history_is_an_error)
+{
+	char in[64], out[64], err[512];
+	write_input(in, "# a snapshot with segments only\n");
+	out_path(out);
+	cr_assert_eq(import_torch_snapshot(in, out, NULL, NULL, err, sizeof err), -1);
+	cr_assert(strstr(err, "no allocation history"), "%s", err);
+	cr_assert(strstr(err, in), "names the file: %s", err);
+	cr_assert_neq(access(out, F_OK), 0, "no half-written trace");
+	unlink(in);
+}
+
+/* --label: the user's labels join the trace's, replacing the metadata's
+ * of the same key (batch is what explain, whatif and maxbatch group by). */
+Test(import_torch, user_labels_replace_the_metadata)
+{
+	char in[64], out[64], meta[64], err[512];
+	write_input(in, "alloc 1048576000 512 0 2\nfree_completed 1048576000 512 0 3\n");
+	write_input(meta, "{\"model\": \"resnet18\", \"batch\": 16}");
+	out_path(out);
+	struct trace_label extra[] = {{"batch", "64"}, {"workload", "mine"}};
+	cr_assert_eq(import_torch_snapshot_labeled(in, out, meta, extra, 2, NULL, err, sizeof err), 0,
+		     "%s", err);
+	struct trace_reader *r = trace_reader_open(out);
+	cr_assert_not_null(r);
+	const struct trace_header *h = trace_reader_header(r);
+	const char *model = NULL, *batch = NULL, *workload = NULL;
+	int nbatch = 0;
+	for (uint32_t i = 0; i < h->nlabels; i++) {
+		if (!strcmp(h->labels[i].key, "model"))
+			model = h->labels[i].value;
+		if (!strcmp(h->labels[i].key, "batch"))
+			batch = h->labels[i].value, nbatch++;
+		if (!strcmp(h->labels[i].key, "workload"))
+			workload = h->labels[i].value;
+	}
+	cr_assert(model && !strcmp(model, "resnet18"));
+	cr_assert(batch && !strcmp(batch, "64"), "the user's batch wins");
+	cr_assert_eq(nbatch, 1);
+	cr_assert(workload && !strcmp(workload, "mine"));
+	trace_reader_close(r);
+	unlink(in);
+	unlink(meta);
+	unlink(out);
+}

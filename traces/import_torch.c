@@ -526,6 +526,13 @@ static void add_label(struct trace_label *labels, size_t *n, char vals[][256], c
 int import_torch_snapshot(const char *in, const char *out, const char *json_path,
 			  struct import_torch_stats *stats, char *err, size_t errlen)
 {
+	return import_torch_snapshot_labeled(in, out, json_path, NULL, 0, stats, err, errlen);
+}
+
+int import_torch_snapshot_labeled(const char *in, const char *out, const char *json_path,
+				  const struct trace_label *extra, size_t nextra,
+				  struct import_torch_stats *stats, char *err, size_t errlen)
+{
 	struct it_state s;
 	char tmp[64] = "", jpath[4096], line[IT_LINE_MAX];
 	char *json = NULL;
@@ -561,7 +568,7 @@ int import_torch_snapshot(const char *in, const char *out, const char *json_path
 	}
 
 	struct trace_header h;
-	struct trace_label labels[8];
+	struct trace_label labels[40];   /* the metadata's 6 and the user's */
 	char vals[8][256], gpu[256], cudnn[64];
 	double total = 0, fraction = 1;
 	memset(&h, 0, sizeof h);
@@ -582,6 +589,15 @@ int import_torch_snapshot(const char *in, const char *out, const char *json_path
 		static const char *keys[] = {"model", "batch", "img", "conf", "fraction", "torch"};
 		for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 			add_label(labels, &nl, vals, json, keys[i]);
+	}
+	/* the user's labels (--label) replace the metadata's of the same key */
+	for (size_t i = 0; i < nextra && nl < sizeof labels / sizeof labels[0]; i++) {
+		size_t j = 0;
+		while (j < nl && strcmp(labels[j].key, extra[i].key))
+			j++;
+		labels[j] = extra[i];
+		if (j == nl)
+			nl++;
 	}
 	h.labels = labels;
 	h.nlabels = nl;
@@ -614,6 +630,12 @@ int import_torch_snapshot(const char *in, const char *out, const char *json_path
 				goto writer_error;
 			goto abort;
 		}
+	}
+	if (!s.st.entries) {
+		/* _snapshot() without _record_memory_history(): segments only */
+		snprintf(err, errlen, "%s: no allocation history to import (take the snapshot after "
+			 "torch.cuda.memory._record_memory_history())", in);
+		goto abort;
 	}
 	struct it_entry eof;
 	memset(&eof, 0, sizeof eof);

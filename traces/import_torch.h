@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace.h"
+
 struct import_torch_stats {
 	uint64_t entries;        /* input lines with an entry */
 	uint64_t allocs, frees;  /* 'a' and 'f' records written */
@@ -36,6 +38,12 @@ struct import_torch_stats {
  */
 int import_torch_snapshot(const char *in, const char *out, const char *json,
 			  struct import_torch_stats *stats, char *err, size_t errlen);
+/* The same with labels of the user's (`import --label`), which replace the
+ * metadata's labels of the same key (at most 32). A snapshot without
+ * allocation history (no entries) is an error: there is nothing to replay. */
+int import_torch_snapshot_labeled(const char *in, const char *out, const char *json,
+				  const struct trace_label *extra, size_t nextra,
+				  struct import_torch_stats *stats, char *err, size_t errlen);
 
 /* NAME.json beside PATH (".gz" and then ".trace"/".txt"/".pickle" dropped)
  * into BUF; returns 0 when that file exists, else -1. */
