@@ -30,7 +30,7 @@ BIN       := $(BUILD)/gpumemsim
 TEST_BIN  := $(BUILD)/test_all
 LIBSIM    := $(BUILD)/libgpumemsim.a
 
-.PHONY: all test run-tests asan bench fuzz capture gpu-test demo clean deps import-truth
+.PHONY: all test run-tests asan bench fuzz capture gpu-test demo clean deps import-truth install
 
 all: $(BIN)
 
@@ -80,6 +80,23 @@ fuzz: $(FUZZ_BIN)
 	@mkdir -p build-fuzz/corpus
 	cp tests/fuzz/seeds/* build-fuzz/corpus/ 2>/dev/null || true
 	./$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the tool in bin/, the library
+# in lib/ (with the capture library when `make capture` built it: the
+# launcher looks in ../lib beside its binary), the headers in
+# include/gpumemsim/ with their layout kept (#include "include/gpumemsim.h"
+# with -I PREFIX/include/gpumemsim; docs/library.md).
+PREFIX ?= /usr/local
+INSTALL_HEADERS := include/gpumemsim.h $(wildcard base/*.h traces/*.h device/*.h policies/*.h \
+		   capture/convert.h capture/launcher.h sim/*.h whatif/*.h plots/*.h)
+install: $(BIN) $(LIBSIM)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/gpumemsim
+	install -m 644 $(LIBSIM) $(DESTDIR)$(PREFIX)/lib/libgpumemsim.a
+	if [ -f $(BUILD)/libgpumemsim_capture.so ]; then \
+	  install -m 755 $(BUILD)/libgpumemsim_capture.so $(DESTDIR)$(PREFIX)/lib/; fi
+	for h in $(INSTALL_HEADERS); do \
+	  install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/gpumemsim/$$h || exit 1; done
 
 # The main job: every shipped trace under every policy and the settings users
 # ask about, into out/demo/results.db, then the comparison table.

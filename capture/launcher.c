@@ -57,7 +57,12 @@ static int capture_find_lib(char *out, size_t len)
 	char *slash = strrchr(buf, '/');
 	if (slash)
 		*slash = '\0';
-	if ((size_t)snprintf(out, len, "%s/%s", buf, CAPTURE_LIB_NAME) >= len || access(out, R_OK) != 0) {
+	/* next to the binary (the build folder), or PREFIX/lib beside
+	 * PREFIX/bin (make install) */
+	if ((size_t)snprintf(out, len, "%s/%s", buf, CAPTURE_LIB_NAME) < len && access(out, R_OK) == 0)
+		return 0;
+	if ((size_t)snprintf(out, len, "%s/../lib/%s", buf, CAPTURE_LIB_NAME) >= len ||
+	    access(out, R_OK) != 0) {
 		fprintf(stderr,
 			"gpumemsim capture: %s/%s not found (build it with `make capture`, or set "
 			"GPUMEMSIM_CAPTURE_LIB)\n", buf, CAPTURE_LIB_NAME);
