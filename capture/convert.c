@@ -355,6 +355,19 @@ int cap_conv_module(struct cap_conv *c, enum cap_module_op op, uint32_t ctx, uin
 	return 0;
 }
 
+/* The live allocation in SLOT ends at time T: it stays resolvable for
+ * links a while (retire), its slot is reused. */
+static void end_live(struct cap_conv *c, uint64_t slot, uint64_t t)
+{
+	const struct conv_live *l = &c->live[slot];
+	struct conv_retire r = {t, l->addr, 0, l->corr};
+	if (u64map_get(&c->addr_id, l->addr, &r.id))
+		retire_push(c, &r);
+	u64map_del(&c->live_idx, l->addr, NULL);
+	if (VEC_RESERVE(c->free_slots, c->capfree_slots, c->nfree_slots + 1, 256) == 0)
+		c->free_slots[c->nfree_slots++] = slot;
+}
+
 /* Write the free that ends the live allocation in SLOT at time T. */
 static int close_live(struct cap_conv *c, uint64_t slot, uint64_t t)
 {
@@ -369,12 +382,7 @@ static int close_live(struct cap_conv *c, uint64_t slot, uint64_t t)
 	f.u.mem.kind = l->kind;
 	f.u.mem.flags = l->flags;
 	f.u.mem.source = TRACE_NO_STRING;
-	struct conv_retire r = {t, l->addr, 0, l->corr};
-	if (u64map_get(&c->addr_id, l->addr, &r.id))
-		retire_push(c, &r);
-	u64map_del(&c->live_idx, l->addr, NULL);
-	if (VEC_RESERVE(c->free_slots, c->capfree_slots, c->nfree_slots + 1, 256) == 0)
-		c->free_slots[c->nfree_slots++] = slot;
+	end_live(c, slot, t);
 	return sink_out(c, &f);
 }
 
@@ -411,7 +419,7 @@ static int cmp_live_addr(const void *a, const void *b)
 }
 
 /* A module unloads at T: free its live statics, in address order. */
-static int unload_module(struct cap_conv *c, uint32_t ctx, uint32_t module, uint64_t t)
+static int unload_module(struct cap_conv *c, uint32_t module, uint64_t t)
 {
 	uint64_t *slots = NULL;
 	size_t n = 0, cap = 0;
@@ -441,7 +449,6 @@ static int unload_module(struct cap_conv *c, uint32_t ctx, uint32_t module, uint
 			rc = r;
 	}
 	free(slots);
-	(void)ctx;
 	return rc;
 }
 
@@ -540,12 +547,7 @@ static int take_free(struct cap_conv *c, struct conv_entry *e)
 		c->st.frees_dropped++;   /* of an allocation closed already */
 		return 0;
 	}
-	struct conv_retire r = {rec->start, m->addr, 0, l->corr};
-	if (u64map_get(&c->addr_id, m->addr, &r.id))
-		retire_push(c, &r);
-	u64map_del(&c->live_idx, m->addr, NULL);
-	if (VEC_RESERVE(c->free_slots, c->capfree_slots, c->nfree_slots + 1, 256) == 0)
-		c->free_slots[c->nfree_slots++] = slot;
+	end_live(c, slot, rec->start);
 	m->id = 0;
 	return 1;
 }
@@ -564,7 +566,7 @@ static int emit_one(struct cap_conv *c, struct conv_entry *e)
 	c->emitted_any = 1;
 	retire_until(c, rec->start);
 	if ((unsigned)rec->type == CONV_MODULE_UNLOAD)
-		return unload_module(c, e->ctx, (uint32_t)rec->u.mem.id, rec->start);
+		return unload_module(c, (uint32_t)rec->u.mem.id, rec->start);
 	uint32_t sid = e->name ? c->sink.intern(c->sink.ctx, e->name) : TRACE_NO_STRING;
 	switch (rec->type) {
 	case TREC_ALLOC:

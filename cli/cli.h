@@ -45,6 +45,10 @@ int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 
+/* 1 when KV is a label as --label takes it: KEY=VALUE, a non-empty key
+ * without spaces, all on one line (capture, import). */
+int cli_label_ok(const char *kv);
+
 /*
  * One option of a command. Each command has one table of them: its usage
  * text is printed from it (cli_usage) and its parser accepts what it names

@@ -10,6 +10,13 @@
 #include "../include/gpumemsim.h"
 
 /* Sizes as people read them: binary units, GiB for anything over 1 GiB. */
+int cli_label_ok(const char *kv)
+{
+	const char *eq = kv ? strchr(kv, '=') : NULL;
+	const char *sp = kv ? strchr(kv, ' ') : NULL;
+	return eq && eq != kv && !strpbrk(kv, "\n\r") && !(sp && sp < eq);
+}
+
 int cli_is_help(const char *arg)
 {
 	return arg && (!strcmp(arg, "-h") || !strcmp(arg, "--help"));

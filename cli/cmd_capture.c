@@ -78,9 +78,7 @@ int cmd_capture(int argc, char **argv)
 			out_arg = argv[i];
 		} else if (opt == &capture_opts[CO_LABEL]) {
 			const char *kv = ++i < argc ? argv[i] : NULL;
-			const char *eq = kv ? strchr(kv, '=') : NULL;
-			const char *sp = kv ? strchr(kv, ' ') : NULL;
-			if (!kv || !eq || eq == kv || strpbrk(kv, "\n\r") || (sp && sp < eq)) {
+			if (!cli_label_ok(kv)) {
 				fprintf(stderr, "gpumemsim capture: --label wants KEY=VALUE (a key without "
 						"spaces, one line), got '%s'\n", kv ? kv : "");
 				rc = EXIT_USAGE;

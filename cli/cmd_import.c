@@ -108,17 +108,16 @@ int cmd_import(int argc, char **argv)
 			json = argv[++i];
 		} else if (opt == &import_opts[IO_LABEL] && i + 1 < argc) {
 			const char *kv = argv[++i];
-			const char *eq = strchr(kv, '='), *sp = strchr(kv, ' ');
-			if (!eq || eq == kv || strpbrk(kv, "\n\r") || (sp && sp < eq) ||
-			    strlen(kv) >= sizeof lab[0] || nlab == 32) {
+			if (!cli_label_ok(kv) || strlen(kv) >= sizeof lab[0] || nlab == 32) {
 				fprintf(stderr, "gpumemsim import: --label wants KEY=VALUE (a key "
 						"without spaces, one line, at most 32), got '%s'\n", kv);
 				return EXIT_USAGE;
 			}
 			snprintf(lab[nlab], sizeof lab[nlab], "%s", kv);
-			lab[nlab][eq - kv] = '\0';
+			char *eq = strchr(lab[nlab], '=');
+			*eq = '\0';
 			labels[nlab].key = lab[nlab];
-			labels[nlab].value = lab[nlab] + (eq - kv) + 1;
+			labels[nlab].value = eq + 1;
 			nlab++;
 		} else if (opt == &import_opts[IO_TRUTH] && i + 1 < argc) {
 			truth = argv[++i];

@@ -321,3 +321,20 @@ Test(cli_run, optimal_below_the_floor_is_capacity)
 	free(out);
 	teardown(&c);
 }
+
+/* --label of import is checked as capture's is; nothing is written. */
+Test(cli_run, import_refuses_a_bad_label)
+{
+	struct cli c;
+	setup(&c);
+	char args[1024];
+	snprintf(args, sizeof args, "import torch-snapshot ../shared/data/torch-allocator-truth/"
+		 "resnet18-b16-default.trace.gz --label nokey -o %s", c.trace);
+	unlink(c.trace);
+	cr_assert_eq(sh(&c, args), 2);
+	char *err = slurp(c.err);
+	cr_assert(strstr(err, "--label wants KEY=VALUE"), "%s", err);
+	free(err);
+	cr_assert_neq(access(c.trace, F_OK), 0, "nothing written");
+	teardown(&c);
+}
