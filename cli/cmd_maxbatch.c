@@ -27,7 +27,7 @@ static const struct cli_opt maxbatch_opts[] = {
 	{"--capacity", "SIZE", "device memory, e.g. 80GiB"},
 	{"--margin", "M", "keep M free: 5% (default 0) or a fraction 0.05"},
 	{"--max", "N", "search no further than batch N (default 65536)"},
-	{"--allow-misaligned", NULL, "see whatif batch --help"},
+	WHATIF_ALIGN_OPTS,
 	{"--json", NULL, "one JSON object on stdout"},
 	CLI_OPT_END,
 };
@@ -40,7 +40,8 @@ static void usage(FILE *f)
 		  "capacity, fragmentation (enough free memory, but split), or memory allocated\n"
 		  "outside the framework's allocator (cuDNN, cuBLAS, ... by library).\n\n",
 		  maxbatch_opts,
-		  "\nExit status: 0 ok, 1 failure (misaligned captures, bad trace, bad knob), 2 usage.\n");
+		  "\nExit status: 0 ok, 1 failure (an answer that cannot be trusted: see whatif batch\n"
+		  "--help; bad trace, bad knob), 2 usage.\n");
 }
 
 static int parse_margin(const char *v, double *out)
@@ -79,7 +80,9 @@ int cmd_maxbatch(int argc, char **argv)
 	const char *policy = NULL, *conf = NULL;
 	uint64_t capacity = 0, maxb = 65536;
 	double margin = 0;
-	int json = 0, allow = 0, ret = 1;
+	int json = 0, ret = 1;
+	struct whatif_align al = WHATIF_ALIGN_DEFAULT;
+	struct bf_trust tr;
 	struct bf_trace *t[MAX_FROM];
 	struct bf_model *m = NULL;
 	struct maxbatch_result *r = NULL;
@@ -106,10 +109,11 @@ int cmd_maxbatch(int argc, char **argv)
 			json = 1;
 			continue;
 		}
-		if (!strcmp(o, "--allow-misaligned")) {
-			allow = 1;
+		int a = whatif_align_opt("maxbatch", argc, argv, &i, &al);
+		if (a < 0)
+			return EXIT_USAGE;
+		if (a > 0)
 			continue;
-		}
 		const struct cli_opt *d = cli_opt_match(maxbatch_opts, o);
 		if (!d || !d->arg) {
 			fprintf(stderr, "gpumemsim maxbatch: unknown option '%s'\n", o);
@@ -159,13 +163,11 @@ int cmd_maxbatch(int argc, char **argv)
 		return 1;
 	if (whatif_load("maxbatch", from, nfrom, t) < 0)
 		return 1;
-	struct bf_options opt = {.allow_misaligned = allow};
+	struct bf_options opt = {.strict_align = al.strict};
 	if (bf_fit(t, nfrom, &opt, &m, err, sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim maxbatch: %s\n", err);
 		goto out;
 	}
-	if (!json)
-		whatif_print_report(bf_model_report(m), bf_model_report(m)->lo_batch, 0, stderr);
 	r = malloc(sizeof *r);
 	if (!r) {
 		fprintf(stderr, "gpumemsim maxbatch: out of memory\n");
@@ -178,6 +180,15 @@ int cmd_maxbatch(int argc, char **argv)
 		goto out;
 	}
 	uint64_t lo = r->max_batch, hi = r->fails_at;
+	/* the answer is the largest batch that fits: how far it rests on what
+	 * did not align decides whether it is given */
+	uint64_t at = lo ? lo : hi;
+	if (bf_trust_check(m, at, al.max_bound, &tr, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim maxbatch: %s\n", err);
+		goto out;
+	}
+	if (!json)
+		whatif_print_report(bf_model_report(m), &tr, at, 0, stderr);
 	if (json) {
 		struct json j;
 		json_init(&j, stdout);
@@ -197,6 +208,12 @@ int cmd_maxbatch(int argc, char **argv)
 			json_null(&j);
 		json_kv_string(&j, "verdict", r->verdict);
 		json_kv_string(&j, "detail", r->detail);
+		json_kv_u64(&j, "template_batch", tr.template_batch);
+		json_kv_u64(&j, "unaligned_paired", tr.paired);
+		json_kv_u64(&j, "unaligned_copied", tr.copied);
+		json_kv_double(&j, "unaligned_copied_peak_share",
+			       tr.peak_live ? (double)tr.copied_live / (double)tr.peak_live : 0);
+		json_kv_double(&j, "unaligned_bound", tr.bound);
 		if (hi) {
 			json_kv_u64(&j, "request", r->request);
 			json_kv_u64(&j, "allocated", r->allocated);

@@ -24,10 +24,7 @@ static const struct cli_opt batch_opts[] = {
 	{"--from", "T1 T2 ...", "two or more captures (distinct batch sizes)"},
 	{"--batch", "N", "the batch size to synthesise"},
 	{"-o", "TRACE", "output trace (.gz compresses); written atomically"},
-	{"--allow-misaligned", NULL,
-	 "when the captures do not align event for event, align\n"
-	 "the common start and end and copy the rest from the\n"
-	 "nearest capture (reported as unaligned sites)"},
+	WHATIF_ALIGN_OPTS,
 	{"--json", NULL, "the fit report as one JSON object on stdout"},
 	{"--sites", "FILE",
 	 "per-site fit quality as TSV: every allocation of the\n"
@@ -47,10 +44,16 @@ static void usage(FILE *f)
 	cli_usage(f, "whatif batch --from T1 T2 [T3...] --batch N -o TRACE [options]",
 		  "Align captures of one workload at different batch sizes (labels 'batch=N'),\n"
 		  "fit each allocation's size and each kernel's duration against the batch size\n"
-		  "and write the trace at batch N, built on the capture nearest to N.\n\n",
+		  "and write the trace at batch N, built on the capture nearest to N.\n"
+		  "Allocations that align in no other capture (cuDNN's first-step algorithm\n"
+		  "search, an algorithm switch) are paired within their gap and predicted, or\n"
+		  "copied from the nearest capture; the report says how much of the peak rests\n"
+		  "on them and the prediction is refused when that could move it by more than\n"
+		  "--max-unaligned.\n\n",
 		  batch_opts,
-		  "\nExit status: 0 ok, 1 failure (misaligned captures: the message names the\n"
-		  "site; bad trace: file:line), 2 usage.\n\n");
+		  "\nExit status: 0 ok, 1 failure (a prediction that cannot be trusted, or\n"
+		  "--strict-align and misaligned captures: the message names the site and what\n"
+		  "to capture; bad trace: file:line), 2 usage.\n\n");
 	cli_usage(f, "whatif steady TRACE -o OUT [--from-range NAME]",
 		  "Write TRACE without its first step: allocations freed before the first NVTX\n"
 		  "range NAME (default \"step 1\") starts are dropped with their frees, what is\n"
@@ -108,8 +111,11 @@ out:
 }
 
 /* Print the fit report (text on F, or JSON on stdout). Shared with maxbatch. */
-void whatif_print_report(const struct bf_report *r, uint64_t batch, int json, FILE *f)
+void whatif_print_report(const struct bf_report *r, const struct bf_trust *t, uint64_t batch,
+			 int json, FILE *f)
 {
+	double share = t && t->peak_live ? (double)t->copied_live / (double)t->peak_live : 0;
+	double pshare = t && t->peak_live ? (double)t->paired_live / (double)t->peak_live : 0;
 	double lo = (double)r->lo_batch, hi = (double)r->hi_batch;
 	double extra = batch < r->lo_batch ? (lo - (double)batch) / lo :
 		       batch > r->hi_batch ? ((double)batch - hi) / hi : 0;
@@ -135,6 +141,15 @@ void whatif_print_report(const struct bf_report *r, uint64_t batch, int json, FI
 		json_kv_u64(&j, "aligned_events", r->aligned_prefix);
 		json_kv_u64(&j, "events", r->aligned_suffix);
 		json_kv_string(&j, "misalignment", r->misalign);
+		if (t) {
+			json_kv_u64(&j, "template_batch", t->template_batch);
+			json_kv_u64(&j, "unaligned_paired", t->paired);
+			json_kv_u64(&j, "unaligned_copied", t->copied);
+			json_kv_u64(&j, "peak_live_predicted", t->peak_live);
+			json_kv_double(&j, "unaligned_paired_peak_share", pshare);
+			json_kv_double(&j, "unaligned_copied_peak_share", share);
+			json_kv_double(&j, "unaligned_bound", t->bound);
+		}
 		json_end_object(&j);
 		fputc('\n', stdout);
 		return;
@@ -150,8 +165,17 @@ void whatif_print_report(const struct bf_report *r, uint64_t batch, int json, FI
 		r->kernels_aligned ? "fitted per kernel" :
 		r->nkernels ? "copied from the nearest capture (sequences differ)" : "-");
 	if (r->misalign[0])
-		fprintf(f, "fit: warning: not aligned: %s; %zu of %zu memory events "
-			   "aligned\n", r->misalign, r->aligned_prefix, r->aligned_suffix);
+		fprintf(f, "fit: not aligned from %s; %zu of %zu memory events aligned\n",
+			r->misalign, r->aligned_prefix, r->aligned_suffix);
+	if (t && (t->paired || t->copied)) {
+		char b1[32];
+		fprintf(f, "fit: unaligned at batch %" PRIu64 " (built on the batch-%" PRIu64 " capture): "
+			   "%zu of %zu allocations paired and predicted (%.2f%% of the peak), %zu "
+			   "copied unchanged (%.2f%% of the peak, %s): the peak could move by up to "
+			   "%.2f%% were they to scale with batch\n", batch, t->template_batch,
+			t->paired, t->sites, 100 * pshare, t->copied, 100 * share,
+			size_fmt(t->copied_live, b1, sizeof b1), 100 * t->bound);
+	}
 	if (r->ntraces == 2)
 		fprintf(f, "fit: note: two captures fit every site exactly; a third checks linearity\n");
 	if (extra > 0)
@@ -171,6 +195,38 @@ int whatif_load(const char *cmd, char **paths, size_t n, struct bf_trace **t)
 	return 0;
 }
 
+/* An alignment option; see cmd_whatif.h. */
+int whatif_align_opt(const char *cmd, int argc, char **argv, int *i, struct whatif_align *a)
+{
+	const char *o = argv[*i];
+	if (!strcmp(o, "--strict-align")) {
+		a->strict = 1;
+		return 1;
+	}
+	if (!strcmp(o, "--allow-misaligned")) {
+		a->max_bound = 1.0;
+		return 1;
+	}
+	if (strcmp(o, "--max-unaligned"))
+		return 0;
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "gpumemsim %s: --max-unaligned needs a value (a percentage)\n", cmd);
+		return -1;
+	}
+	const char *v = argv[++*i];
+	char *end;
+	double x = strtod(v, &end);
+	if (end != v && *end == '%')
+		end++;
+	if (end == v || *end || !(x >= 0 && x <= 100)) {
+		fprintf(stderr, "gpumemsim %s: --max-unaligned '%s': expected a percentage 0..100\n",
+			cmd, v);
+		return -1;
+	}
+	a->max_bound = x / 100;
+	return 1;
+}
+
 /* whatif batch / whatif steady: exit codes as cli.h says. */
 int cmd_whatif(int argc, char **argv)
 {
@@ -178,7 +234,9 @@ int cmd_whatif(int argc, char **argv)
 	size_t nfrom = 0;
 	const char *outp = NULL, *sitesp = NULL;
 	uint64_t batch = 0;
-	int json = 0, allow = 0, ret = 1;
+	int json = 0, ret = 1;
+	struct whatif_align al = WHATIF_ALIGN_DEFAULT;
+	struct bf_trust tr;
 	struct bf_trace *t[MAX_FROM];
 	struct bf_model *m = NULL;
 	char err[1536];
@@ -197,6 +255,11 @@ int cmd_whatif(int argc, char **argv)
 	}
 	for (int i = 2; i < argc; i++) {
 		const char *o = argv[i];
+		int a = whatif_align_opt("whatif", argc, argv, &i, &al);
+		if (a < 0)
+			return EXIT_USAGE;
+		if (a > 0)
+			continue;
 		if (!cli_opt_match(batch_opts, o)) {
 			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
 			return EXIT_USAGE;
@@ -234,8 +297,6 @@ int cmd_whatif(int argc, char **argv)
 			}
 		} else if (!strcmp(o, "--json")) {
 			json = 1;
-		} else if (!strcmp(o, "--allow-misaligned")) {
-			allow = 1;
 		} else {
 			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
 			return EXIT_USAGE;
@@ -250,8 +311,12 @@ int cmd_whatif(int argc, char **argv)
 	}
 	if (whatif_load("whatif", from, nfrom, t) < 0)
 		return 1;
-	struct bf_options opt = {.allow_misaligned = allow};
+	struct bf_options opt = {.strict_align = al.strict};
 	if (bf_fit(t, nfrom, &opt, &m, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim whatif: %s\n", err);
+		goto out;
+	}
+	if (bf_trust_check(m, batch, al.max_bound, &tr, err, sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim whatif: %s\n", err);
 		goto out;
 	}
@@ -269,7 +334,7 @@ int cmd_whatif(int argc, char **argv)
 			goto out;
 		}
 	}
-	whatif_print_report(bf_model_report(m), batch, json, stderr);
+	whatif_print_report(bf_model_report(m), &tr, batch, json, stderr);
 	if (!json)
 		fprintf(stderr, "wrote %s (batch %" PRIu64 ")\n", outp, batch);
 	ret = 0;

@@ -55,7 +55,7 @@ one() { # SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 	for f in ${fit//,/ }; do from+=("${pat//@/$f}"); done
 	local pred="$OUT/pred/$set-$model-b$b-from-${fit//,/_}.trace.gz"
 	local rep
-	rep=$("$G" whatif batch --allow-misaligned --json --from "${from[@]}" --batch "$b" -o "$pred" \
+	rep=$("$G" whatif batch --max-unaligned 100 --json --from "${from[@]}" --batch "$b" -o "$pred" \
 		--sites "${pred%.trace.gz}.sites.tsv")
 	local un sites kind
 	un=$(jq -r .unaligned <<<"$rep")

@@ -142,13 +142,13 @@ Test(batch_fit, misalignment_names_the_site)
 	load_two(p, t, 16, 1);
 	struct bf_model *m = NULL;
 	char err[2048];
-	struct bf_options o = {0};
+	struct bf_options o = {.strict_align = 1};
 	cr_assert_eq(bf_fit(t, 2, &o, &m, err, sizeof err), -1);
 	cr_assert(strstr(err, "allocation site 7") != NULL, "%s", err);
 	cr_assert(strstr(err, "4096 bytes") != NULL, "%s", err);
 	cr_assert(strstr(err, p[1]) != NULL, "%s", err);
-	/* allowed: the rest aligns, the extra site is copied */
-	o.allow_misaligned = 1;
+	/* by default: the rest aligns, the extra site is copied */
+	o.strict_align = 0;
 	cr_assert_eq(bf_fit(t, 2, &o, &m, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(bf_model_report(m)->nunaligned, 0); /* the smallest capture lacks it */
 	cr_assert_eq(bf_model_report(m)->aligned_prefix, 14);
@@ -308,7 +308,7 @@ Test(batch_fit, search_workspace_follows_its_trend_up_to_the_limit)
 	}
 	struct bf_model *m = NULL;
 	char err[1024];
-	struct bf_options o = {.allow_misaligned = 1};
+	struct bf_options o = {0};
 	cr_assert_eq(bf_fit(t, 3, &o, &m, err, sizeof err), 0, "%s", err);
 	/* batch 8 numbering: 0 weights, 1 activation, 2 search, 3 activation */
 	cr_assert_neq(bf_site_kind(m, 2), 'u');
@@ -367,7 +367,7 @@ Test(batch_fit, linear_search_workspace_stops_at_the_limit)
 	}
 	struct bf_model *m = NULL;
 	char err[1024];
-	struct bf_options o = {.allow_misaligned = 1};
+	struct bf_options o = {0};
 	cr_assert_eq(bf_fit(t, 3, &o, &m, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(bf_site_kind(m, 2), 'l');
 	cr_assert_eq(bf_predict_site(m, 2, 64), 940 * MiB);

@@ -34,8 +34,9 @@ const char *bf_path(const struct bf_trace *t);
 const char *bf_label(const struct bf_trace *t, const char *key);
 
 struct bf_options {
-	int allow_misaligned;   /* keep going when sites do not align: unaligned
-				 * sites are copied from the nearest capture */
+	int strict_align;       /* refuse captures that do not align event for
+				 * event (default: align what aligns; the rest
+				 * is paired or copied, see bf_trust) */
 	double linear_tol;      /* largest relative residual still "linear";
 				 * 0 = 0.5% */
 	uint64_t search_limit;  /* largest workspace an algorithm search may
@@ -92,6 +93,29 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path,
  * Returns 0, or -1 with ERR (e.g. no such range). */
 int bf_write_from_range(const struct bf_trace *t, const char *range, const char *path,
 			char *err, size_t errlen);
+
+/* ------------------------------------------------ trust of a prediction */
+
+/* How far the trace at BATCH rests on what did not align (batch_fit_trust.c). */
+struct bf_trust {
+	uint64_t batch, template_batch;  /* asked; the capture it is built on */
+	size_t sites;                    /* allocations of the template */
+	size_t paired, copied;           /* of them: unaligned, predicted from their
+					  * counterparts; unaligned, copied unchanged */
+	uint64_t peak_live;              /* predicted live bytes at their peak */
+	uint64_t paired_live, copied_live;  /* of those, paired and copied bytes */
+	double bound;                    /* copied_live/peak_live times |batch/template - 1|:
+					  * how far the peak could move were the copied
+					  * part to scale with batch */
+};
+
+/* Fill T for BATCH. 0, or -1 out of memory. */
+int bf_trust(const struct bf_model *m, uint64_t batch, struct bf_trust *t);
+
+/* bf_trust, then refuse (-1, ERR saying why and what to capture) when its
+ * bound exceeds MAX_BOUND (a fraction, e.g. 0.05). */
+int bf_trust_check(const struct bf_model *m, uint64_t batch, double max_bound,
+		   struct bf_trust *t, char *err, size_t errlen);
 
 /* ------------------------------------------------------ live-set tracker */
 

@@ -88,9 +88,9 @@ int bf_fit(struct bf_trace *const *traces, size_t n, const struct bf_options *o,
 	rep->aligned_prefix = m->ncev;
 	rep->aligned_suffix = m->sorted[0]->nev;
 	int full = !rep->misalign[0];
-	if (!full && !(o && o->allow_misaligned)) {
-		snprintf(err, errlen, "the captures do not align at %s (use --allow-misaligned to copy "
-			 "the unaligned part from the nearest capture)", rep->misalign);
+	if (!full && o && o->strict_align) {
+		snprintf(err, errlen, "the captures do not align at %s (without --strict-align the "
+			 "unaligned part is paired or copied from the nearest capture)", rep->misalign);
 		goto out;
 	}
 	m->fit = calloc(m->ncanon ? m->ncanon : 1, sizeof *m->fit);

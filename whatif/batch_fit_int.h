@@ -21,9 +21,10 @@
  * smallest one by a longest common subsequence of compatible events (same
  * kind, stream, source, NVTX range, and sizes that grow at most in
  * proportion to the batch), so a first step that autotuned differently
- * costs only its own events. Without --allow-misaligned every event must
- * align; with it, the rest is copied from the capture the synthesised trace
- * is built on, and counted as unaligned.
+ * costs only its own events. With --strict-align every event must align;
+ * by default the rest is paired within its gap or copied from the capture
+ * the synthesised trace is built on, counted as unaligned, and
+ * batch_fit_trust.c says how far a prediction rests on it.
  */
 #ifndef WHATIF_BATCH_FIT_INT_H
 #define WHATIF_BATCH_FIT_INT_H
