@@ -26,7 +26,8 @@ static const struct cli_opt maxbatch_opts[] = {
 	{"--conf", "STRING", "the policy's knobs"},
 	{"--capacity", "SIZE", "device memory, e.g. 80GiB"},
 	{"--margin", "M", "keep M free: 5% (default 0) or a fraction 0.05"},
-	{"--max", "N", "search no further than batch N (default 65536)"},
+	{"--max", "N", "search no further than batch N (default: 4 times the\n"
+	 "largest capture; beyond, an extrapolation)"},
 	WHATIF_ALIGN_OPTS,
 	{"--json", NULL, "one JSON object on stdout"},
 	CLI_OPT_END,
@@ -78,7 +79,7 @@ int cmd_maxbatch(int argc, char **argv)
 	char *from[MAX_FROM];
 	size_t nfrom = 0;
 	const char *policy = NULL, *conf = NULL;
-	uint64_t capacity = 0, maxb = 65536;
+	uint64_t capacity = 0, maxb = 0;
 	double margin = 0;
 	int json = 0, ret = 1;
 	struct whatif_align al = WHATIF_ALIGN_DEFAULT;
@@ -173,6 +174,12 @@ int cmd_maxbatch(int argc, char **argv)
 		fprintf(stderr, "gpumemsim maxbatch: out of memory\n");
 		goto out;
 	}
+	/* How far past the captures the answer is trusted by default: a fit
+	 * over 8..256 says little about batch 14,000 (the cuDNN algorithm and
+	 * its workspace change with batch; docs/whatif.md). */
+	int max_default = !maxb;
+	if (max_default)
+		maxb = 4 * bf_model_report(m)->hi_batch;
 	struct maxbatch_options mo = {.policy = pol, .conf = conf, .capacity = capacity,
 				      .margin = margin, .max_batch = maxb};
 	if (maxbatch_search(m, &mo, r, err, sizeof err) < 0) {
@@ -208,6 +215,7 @@ int cmd_maxbatch(int argc, char **argv)
 			json_null(&j);
 		json_kv_string(&j, "verdict", r->verdict);
 		json_kv_string(&j, "detail", r->detail);
+		json_kv_u64(&j, "searched_up_to", maxb);
 		json_kv_u64(&j, "template_batch", tr.template_batch);
 		json_kv_u64(&j, "unaligned_paired", tr.paired);
 		json_kv_u64(&j, "unaligned_copied", tr.copied);
@@ -253,6 +261,10 @@ int cmd_maxbatch(int argc, char **argv)
 		if (hi)
 			printf("batch %-8" PRIu64 " fails at request of %s: %s\n", hi,
 			       size_fmt(r->request, b1, sizeof b1), r->detail);
+		else if (max_default)
+			printf("no failure up to batch %" PRIu64 ", 4 times the largest capture (%" PRIu64
+			       "): beyond it the prediction is an extrapolation; capture a larger batch, "
+			       "or pass --max N\n", maxb, bf_model_report(m)->hi_batch);
 		else
 			printf("no failure up to --max %" PRIu64 "\n", maxb);
 		printf("searched       %zu batch sizes (the search assumes that peak grows with batch)\n",

@@ -155,7 +155,7 @@ void whatif_print_report(const struct bf_report *r, const struct bf_trust *t, ui
 		return;
 	}
 	fprintf(f, "fit: %zu captures, batch %" PRIu64 "..%" PRIu64 "; %zu sites: %zu constant, %zu "
-		   "linear, %zu non-linear (interpolated), %zu unaligned (copied)\n",
+		   "linear, %zu non-linear (interpolated), %zu unaligned\n",
 		r->ntraces, r->lo_batch, r->hi_batch, r->nsites, r->nconst, r->nlinear,
 		r->nnonlinear, r->nunaligned);
 	fprintf(f, "fit: linear sites: min R^2 %.6f (3+ captures), max residual %.4f%% of size "
