@@ -119,15 +119,27 @@ Test(whatif_cli, maxbatch_capacity)
 	th_tmpname(p2, sizeof p2, "whatif_m");
 	write_capture(p1, 8, 0, 0);
 	write_capture(p2, 16, 0, 0);
+	/* by default the search stops at 4 times the largest capture */
 	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB --json",
 		 b, p1, p2);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"max_batch\":64,") != NULL, "%s", out);
+	cr_assert(strstr(out, "\"fails_at\":null,") != NULL, "%s", out);
+	cr_assert(strstr(out, "\"searched_up_to\":64,") != NULL, "%s", out);
+	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB",
+		 b, p1, p2);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "no failure up to batch 64, 4 times the largest capture") != NULL,
+		  "%s", out);
+	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB "
+		 "--max 1000 --json", b, p1, p2);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"max_batch\":96,") != NULL, "%s", out);
 	cr_assert(strstr(out, "\"fails_at\":97,") != NULL, "%s", out);
 	cr_assert(strstr(out, "\"verdict\":\"capacity\"") != NULL, "%s", out);
 	/* a 10% margin leaves 90 MiB: 86 */
 	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB "
-		 "--margin 10%% --json", b, p1, p2);
+		 "--margin 10%% --max 1000 --json", b, p1, p2);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"max_batch\":86,") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy nosuch --capacity 1GiB", b, p1, p2);
@@ -148,8 +160,8 @@ Test(whatif_cli, maxbatch_misaligned)
 	th_tmpname(p2, sizeof p2, "whatif_m");
 	write_capture(p1, 8, 0, 0);
 	write_capture(p2, 32, 0, 1);
-	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB --json",
-		 b, p1, p2);
+	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB "
+		 "--max 1000 --json", b, p1, p2);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	/* 4 MiB + batch MiB + the copied 8 KiB in 100 MiB */
 	cr_assert(strstr(out, "\"max_batch\":95,") != NULL, "%s", out);
@@ -160,7 +172,7 @@ Test(whatif_cli, maxbatch_misaligned)
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	cr_assert(strstr(out, "cannot be trusted") != NULL, "%s", out);
 	snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity 100MiB "
-		 "--max-unaligned 100 --json", b, p1, p2);
+		 "--max-unaligned 100 --max 1000 --json", b, p1, p2);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "\"max_batch\":80,") != NULL, "%s", out);
 	unlink(p1);
