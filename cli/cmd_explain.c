@@ -32,10 +32,12 @@ static void usage(FILE *f)
 {
 	cli_usage(f, "explain batch T1 T2 [T3...] [--policy P] [--conf C] [options]",
 		  "Replay each capture of a batch sweep (labels 'batch=N') and explain how peak\n"
-		  "reserved memory changes between neighbouring batch sizes: workspaces (per\n"
-		  "layer from NVTX ranges), activations live at the peak, rounding, and\n"
-		  "segment growth/fragmentation. Points where the peak falls while batch grows,\n"
-		  "or jumps more than its neighbours, are flagged with their cause.\n\n",
+		  "reserved memory changes between neighbouring batch sizes. Each peak is split\n"
+		  "at its moment into what was live (workspace, per layer from NVTX ranges;\n"
+		  "activations; gradients; weights and optimizer state; other: kinds as in\n"
+		  "docs/schema.md, peak_live), the policy's rounding, and cached/frag (reserved\n"
+		  "but not allocated). Points where the peak falls while batch grows, or jumps\n"
+		  "more than its neighbours, are flagged with the term that moved most.\n\n",
 		  explain_opts,
 		  "\nExit status: 0 ok, 1 failure (bad trace: file:line, bad knob), 2 usage.\n");
 }
@@ -137,17 +139,20 @@ int cmd_explain(int argc, char **argv)
 			json_kv_string(&j, "trace", p[i].path);
 			json_kv_u64(&j, "batch", p[i].batch);
 			json_kv_u64(&j, "peak_reserved", p[i].reserved);
-			json_kv_u64(&j, "peak_allocated", p[i].allocated);
-			json_kv_u64(&j, "peak_requested", p[i].requested);
+			json_kv_u64(&j, "allocated", p[i].allocated);
 			json_kv_u64(&j, "peak_line", p[i].peak_line);
-			json_kv_u64(&j, "workspace", p[i].ws);
-			json_kv_u64(&j, "activations", p[i].act);
-			json_kv_u64(&j, "rounding", p[i].rounding);
-			json_kv_u64(&j, "segments_fragmentation", p[i].slack);
+			json_kv_string(&j, "moment", p[i].first_reach ? "first_reach" : "most_allocated");
+			for (int k = EX_WORKSPACE; k < EX_NTERMS; k++)
+				json_kv_u64(&j, explain_term_keys[k], p[i].term[k]);
+			json_key(&j, "kinds");
+			json_begin_object(&j);
+			for (int k = 0; k < SIM_LK_COUNT; k++)
+				json_kv_u64(&j, sim_live_kind_name((enum sim_live_kind)k), p[i].kind[k]);
+			json_end_object(&j);
 			json_key(&j, "workspaces");
 			json_begin_object(&j);
-			for (size_t g = 0; g < p[i].live.nws; g++)
-				json_kv_u64(&j, p[i].live.ws[g].name, p[i].live.ws[g].bytes);
+			for (size_t g = 0; g < p[i].nws; g++)
+				json_kv_u64(&j, p[i].ws[g].name, p[i].ws[g].bytes);
 			json_end_object(&j);
 			json_end_object(&j);
 		}
@@ -158,10 +163,9 @@ int cmd_explain(int argc, char **argv)
 			json_begin_object(&j);
 			json_kv_u64(&j, "from", p[i].batch);
 			json_kv_u64(&j, "to", p[i + 1].batch);
-			for (int k = 0; k < 5; k++) {
+			for (int k = 0; k < EX_NTERMS; k++) {
 				char key[48];
-				snprintf(key, sizeof key, "d_%s",
-					 k == 4 ? "segments_fragmentation" : explain_term_names[k]);
+				snprintf(key, sizeof key, "d_%s", explain_term_keys[k]);
 				json_kv_i64(&j, key, st[i].d[k]);
 			}
 			json_kv_string(&j, "flag", st[i].flag);
@@ -175,26 +179,41 @@ int cmd_explain(int argc, char **argv)
 		ret = 0;
 		goto out;
 	}
-	char b[6][32];
-	printf("peak reserved under %s%s%s, split at the moment of the peak\n\n", policy,
-	       conf ? " conf " : "", conf ? conf : "");
-	printf("%6s %12s %12s %12s %12s %12s %14s\n", "batch", "reserved", "allocated", "workspace",
-	       "activations", "rounding", "segments/frag");
-	for (size_t i = 0; i < np; i++)
-		printf("%6" PRIu64 " %12s %12s %12s %12s %12s %14s\n", p[i].batch,
-		       size_fmt(p[i].reserved, b[0], 32), size_fmt(p[i].allocated, b[1], 32),
-		       size_fmt(p[i].ws, b[2], 32), size_fmt(p[i].act, b[3], 32),
-		       size_fmt(p[i].rounding, b[4], 32), size_fmt(p[i].slack, b[5], 32));
-	printf("\n%-13s %12s %12s %12s %12s %14s  %-6s %s\n", "batch", "d reserved", "d workspace",
-	       "d activ.", "d rounding", "d segs/frag", "flag", "cause");
+	/* the table's column heads, in explain_term order after allocated */
+	static const char *const head[EX_NTERMS] = {
+		"reserved", "workspace", "activations", "gradients", "weights+opt", "other",
+		"rounding", "cached/frag"};
+	char b[32];
+	printf("peak reserved under %s%s%s, split at the moment of the peak (of the moments\n"
+	       "reserved is at its peak, the one with most allocated):\n"
+	       "reserved = allocated + cached/frag; allocated = workspace + activations + gradients\n"
+	       "+ weights+opt + other + rounding (bytes requested by each kind; rounding: the\n"
+	       "blocks' bytes above their requests)\n\n", policy, conf ? " conf " : "", conf ? conf : "");
+	printf("%6s %11s %11s", "batch", head[EX_RESERVED], "allocated");
+	for (int k = EX_WORKSPACE; k < EX_NTERMS; k++)
+		printf(" %11s", head[k]);
+	printf("\n");
+	for (size_t i = 0; i < np; i++) {
+		printf("%6" PRIu64 " %11s", p[i].batch, size_fmt(p[i].reserved, b, sizeof b));
+		printf(" %11s", size_fmt(p[i].allocated, b, sizeof b));
+		for (int k = EX_WORKSPACE; k < EX_NTERMS; k++)
+			printf(" %11s", size_fmt(p[i].term[k], b, sizeof b));
+		printf("\n");
+	}
+	printf("\n%-13s", "batch");
+	for (int k = 0; k < EX_NTERMS; k++) {
+		char h[24];
+		snprintf(h, sizeof h, "d %s", head[k]);
+		printf(" %12s", h);
+	}
+	printf("  %-8s %s\n", "flag", "cause");
 	for (size_t i = 0; i + 1 < np; i++) {
 		char range[32];
 		snprintf(range, sizeof range, "%" PRIu64 " -> %" PRIu64, p[i].batch, p[i + 1].batch);
-		printf("%-13s %12s %12s %12s %12s %14s  %-6s %s%s%s%s\n", range,
-		       explain_fmt_delta(st[i].d[0], b[0], 32), explain_fmt_delta(st[i].d[1], b[1], 32),
-		       explain_fmt_delta(st[i].d[2], b[2], 32), explain_fmt_delta(st[i].d[3], b[3], 32),
-		       explain_fmt_delta(st[i].d[4], b[4], 32), st[i].flag[0] ? st[i].flag : "-",
-		       st[i].cause,
+		printf("%-13s", range);
+		for (int k = 0; k < EX_NTERMS; k++)
+			printf(" %12s", explain_fmt_delta(st[i].d[k], b, sizeof b));
+		printf("  %-8s %s%s%s%s\n", st[i].flag[0] ? st[i].flag : "-", st[i].cause,
 		       st[i].detail[0] ? " (" : "", st[i].detail, st[i].detail[0] ? ")" : "");
 	}
 	size_t nflag = 0;

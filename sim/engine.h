@@ -56,6 +56,8 @@ struct sim_options {
 	 * allocator_source=SUBSTR, else gives everything to the policy. */
 	enum sim_foreign_mode foreign;
 	const char *allocator_source;   /* overrides the label's SUBSTR; may be NULL */
+	int peak_items;                 /* also list every allocation live at the peak
+					 * (sim_result.peak_item; `explain batch`) */
 };
 
 struct sim_timeline_point {
@@ -109,6 +111,15 @@ struct sim_live {
 	uint64_t count;         /* allocations summed (1 for rank >= 1) */
 	uint64_t line;          /* rank >= 1: its 'a' record's line; 0 for totals */
 	char layer[96];         /* innermost NVTX range at allocation, "(no range)" */
+};
+
+/* One allocation live at the peak (sim_options.peak_items): for callers
+ * that split the peak by kind in requested bytes (the trace's record at
+ * LINE) and block bytes. */
+struct sim_live_item {
+	uint64_t line;          /* its 'a' record's line */
+	uint64_t block;         /* block bytes */
+	enum sim_live_kind kind;
 };
 
 /* A top-level NVTX range (depth <= 1), in simulated time. */
@@ -188,6 +199,10 @@ struct sim_result {
 	 * "(other layers)"; none when nothing was reserved */
 	struct sim_live *peak_live;
 	size_t npeak_live;
+	/* with sim_options.peak_items: every allocation live at the peak, by
+	 * line; kept in peak_live's allocation (freed with it) */
+	struct sim_live_item *peak_item;
+	size_t npeak_item;
 	/* NVTX ranges of depth <= 1 in start order; same-name neighbours
 	 * closer than a timeline bucket merged, at most SIM_MAX_RANGES */
 	struct sim_range *ranges;

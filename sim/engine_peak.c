@@ -236,6 +236,13 @@ int pk_item_cmp(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
+/* Items by line (one allocation per 'a' record line). */
+static int pk_live_item_cmp(const void *a, const void *b)
+{
+	const struct sim_live_item *x = a, *y = b;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
 struct pk_layer { const char *name; uint64_t total; uint64_t bytes[SIM_LK_COUNT], n[SIM_LK_COUNT]; };
 
 int pk_layer_cmp(const void *a, const void *b)
@@ -328,10 +335,20 @@ void pk_finish(struct engine *e)
 		o->name = "(other layers)";
 		nly = SIM_PEAK_LAYERS + 1;
 	}
-	size_t top = n < SIM_PEAK_TOP ? n : SIM_PEAK_TOP;
-	r->peak_live = calloc(top + nly * SIM_LK_COUNT + 1, sizeof *r->peak_live);
+	size_t top = n < SIM_PEAK_TOP ? n : SIM_PEAK_TOP, nrow = top + nly * SIM_LK_COUNT + 1;
+	/* the items, when asked for, sit after the rows in the same block, so
+	 * that sim_result_free (which frees peak_live) frees them too */
+	size_t nitem = e->o->peak_items ? n : 0;
+	r->peak_live = calloc(1, nrow * sizeof *r->peak_live + nitem * sizeof *r->peak_item);
 	if (!r->peak_live)
 		goto out;
+	if (nitem) {
+		r->peak_item = (struct sim_live_item *)(r->peak_live + nrow);
+		for (size_t i = 0; i < n; i++)
+			r->peak_item[i] = (struct sim_live_item){it[i].line, it[i].bytes, it[i].kind};
+		qsort(r->peak_item, n, sizeof *r->peak_item, pk_live_item_cmp);
+		r->npeak_item = n;
+	}
 	for (size_t i = 0; i < top; i++)
 		pk_row(r, (uint32_t)(i + 1), it[i].kind, it[i].bytes, 1, it[i].line,
 		       e->ctxs[it[i].ctx & ~CTX_LIB].name);

@@ -12,9 +12,14 @@
 
 #include "../base/size.h"
 #include "../sim/engine.h"
+#include "batch_fit_int.h"
 
-const char *const explain_term_names[5] = {"reserved", "workspace", "activations", "rounding",
-					   "segments/fragmentation"};
+const char *const explain_term_names[EX_NTERMS] = {
+	"reserved", "workspace", "activations", "gradients", "weights+optimizer", "other",
+	"rounding", "cached/fragmentation"};
+const char *const explain_term_keys[EX_NTERMS] = {
+	"reserved", "workspace", "activations", "gradients", "weights_optimizer", "other",
+	"rounding", "reserved_minus_allocated"};
 
 static int cmp_point(const void *a, const void *b)
 {
@@ -31,48 +36,58 @@ const char *explain_fmt_delta(int64_t d, char *buf, size_t len)
 	return buf;
 }
 
-static uint64_t group_bytes(const struct bf_live *l, const char *name)
+static uint64_t group_bytes(const struct explain_point *p, const char *name)
 {
-	for (size_t i = 0; i < l->nws; i++)
-		if (!strcmp(l->ws[i].name, name))
-			return l->ws[i].bytes;
+	for (size_t i = 0; i < p->nws; i++)
+		if (!strcmp(p->ws[i].name, name))
+			return p->ws[i].bytes;
 	return 0;
 }
 
-/* Name the cause of step S between A and B. */
+/* The workspace group (NVTX range) whose bytes moved most in direction
+ * SIGN between A and B, into *NAME and *DD; NULL name when none moved. */
+static void ws_moved(const struct explain_point *a, const struct explain_point *b, int sign,
+		     const char **name, int64_t *dd)
+{
+	*name = NULL;
+	*dd = 0;
+	for (int side = 0; side < 2; side++) {
+		const struct explain_point *q = side ? b : a;
+		for (size_t i = 0; i < q->nws; i++) {
+			int64_t x = (int64_t)group_bytes(b, q->ws[i].name) -
+				    (int64_t)group_bytes(a, q->ws[i].name);
+			if (sign * x > sign * *dd) {
+				*dd = x;
+				*name = q->ws[i].name;
+			}
+		}
+	}
+}
+
+/* Name the cause of step S between A and B: the term that moved most in
+ * the direction of reserved ("-" when reserved did not move). */
 static void attribute(const struct explain_point *a, const struct explain_point *b,
 		      struct explain_step *s)
 {
-	int sign = s->d[0] < 0 ? -1 : 1;
-	int best = 1;
-	for (int k = 2; k < 5; k++)
-		if (sign * s->d[k] > sign * s->d[best])
+	int sign = s->d[EX_RESERVED] < 0 ? -1 : 1;
+	int best = -1;
+	for (int k = EX_WORKSPACE; k < EX_NTERMS && s->d[EX_RESERVED]; k++)
+		if (sign * s->d[k] > 0 && (best < 0 || sign * s->d[k] > sign * s->d[best]))
 			best = k;
-	s->cause = explain_term_names[best];
+	s->cause = best < 0 ? "-" : explain_term_names[best];
 	s->detail[0] = 0;
-	if (best == 1) {
-		/* the workspace that moved most, by NVTX range */
-		const char *name = NULL;
-		int64_t dd = 0;
-		for (int side = 0; side < 2; side++) {
-			const struct bf_live *l = side ? &b->live : &a->live;
-			for (size_t i = 0; i < l->nws; i++) {
-				int64_t x = (int64_t)group_bytes(&b->live, l->ws[i].name) -
-					    (int64_t)group_bytes(&a->live, l->ws[i].name);
-				if (sign * x > sign * dd) {
-					dd = x;
-					name = l->ws[i].name;
-				}
-			}
-		}
+	if (best == EX_WORKSPACE) {
+		const char *name;
+		int64_t dd;
+		ws_moved(a, b, sign, &name, &dd);
 		if (name) {
 			char b1[32];
 			snprintf(s->detail, sizeof s->detail, "largest: %s %s", name,
 				 explain_fmt_delta(dd, b1, sizeof b1));
 		}
-	} else if (best == 4) {
+	} else if (best == EX_FRAG) {
 		snprintf(s->detail, sizeof s->detail, "reserved but not allocated at the peak");
-	} else if (best == 3) {
+	} else if (best == EX_ROUNDING) {
 		snprintf(s->detail, sizeof s->detail, "size-class rounding of the policy");
 	}
 }
@@ -83,31 +98,21 @@ static void attribute(const struct explain_point *a, const struct explain_point 
 static void ws_falls(const struct explain_point *a, const struct explain_point *b,
 		     struct explain_step *s)
 {
-	const char *name = NULL;
-	int64_t dd = 0;
+	const char *name;
+	int64_t dd;
 	char b1[32], b2[32];
-	for (int side = 0; side < 2; side++) {
-		const struct bf_live *l = side ? &b->live : &a->live;
-		for (size_t i = 0; i < l->nws; i++) {
-			int64_t x = (int64_t)group_bytes(&b->live, l->ws[i].name) -
-				    (int64_t)group_bytes(&a->live, l->ws[i].name);
-			if (x < dd) {
-				dd = x;
-				name = l->ws[i].name;
-			}
-		}
-	}
+	ws_moved(a, b, -1, &name, &dd);
 	if (!s->flag[0])
 		s->flag = "WS-FALLS";
 	size_t n = strlen(s->detail);
 	snprintf(s->detail + n, sizeof s->detail - n, "%sworkspace %s", n ? "; " : "",
-		 explain_fmt_delta(s->d[1], b1, sizeof b1));
+		 explain_fmt_delta(s->d[EX_WORKSPACE], b1, sizeof b1));
 	n = strlen(s->detail);
-	if (a->live.nws && b->live.nws && strcmp(a->live.ws[0].name, b->live.ws[0].name)) {
+	if (a->nws && b->nws && strcmp(a->ws[0].name, b->ws[0].name)) {
 		/* the largest workspace moved to another layer: show both */
 		snprintf(s->detail + n, sizeof s->detail - n, ": largest %s %s -> %s %s",
-			 a->live.ws[0].name, size_fmt(a->live.ws[0].bytes, b1, sizeof b1),
-			 b->live.ws[0].name, size_fmt(b->live.ws[0].bytes, b2, sizeof b2));
+			 a->ws[0].name, size_fmt(a->ws[0].bytes, b1, sizeof b1),
+			 b->ws[0].name, size_fmt(b->ws[0].bytes, b2, sizeof b2));
 	} else if (name) {
 		snprintf(s->detail + n, sizeof s->detail - n, ", most in %s %s", name,
 			 explain_fmt_delta(dd, b2, sizeof b2));
@@ -148,6 +153,91 @@ out:
 	return ret;
 }
 
+/* Add BYTES to group NAME of P's workspaces; when they are full, the
+ * smallest gives way to a larger one. */
+static void ws_add(struct explain_point *p, const char *name, uint64_t bytes)
+{
+	for (size_t i = 0; i < p->nws; i++)
+		if (!strcmp(p->ws[i].name, name)) {
+			p->ws[i].bytes += bytes;
+			return;
+		}
+	size_t at = p->nws;
+	if (p->nws == BF_MAX_GROUPS) {
+		at = 0;
+		for (size_t i = 1; i < p->nws; i++)
+			if (p->ws[i].bytes < p->ws[at].bytes)
+				at = i;
+		if (p->ws[at].bytes >= bytes)
+			return;
+	} else {
+		p->nws++;
+	}
+	snprintf(p->ws[at].name, sizeof p->ws[at].name, "%s", name);
+	p->ws[at].bytes = bytes;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct bf_group *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The site of T allocated at LINE, or NO_IDX. */
+static size_t site_at(const struct bf_trace *t, uint64_t line)
+{
+	size_t lo = 0, hi = t->nalloc;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->rec[t->alloc_rec[mid]].line < line)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nalloc && t->rec[t->alloc_rec[lo]].line == line ? lo : NO_IDX;
+}
+
+/* Split P's peak at the moment M found, its live blocks named by the lines
+ * of T: each block's requested bytes go to its kind, the rest of the block
+ * to rounding; allocated is their sum, and reserved minus that cached/frag. */
+static void split(struct explain_point *p, const struct bf_trace *t, const struct explain_moment *m)
+{
+	static const enum explain_term term_of[SIM_LK_COUNT] = {
+		[SIM_LK_WEIGHTS] = EX_WEIGHTS, [SIM_LK_OPTIMIZER] = EX_WEIGHTS,
+		[SIM_LK_ACTIVATIONS] = EX_ACTIVATIONS, [SIM_LK_GRADIENTS] = EX_GRADIENTS,
+		[SIM_LK_WORKSPACE] = EX_WORKSPACE, [SIM_LK_LIBRARY] = EX_WORKSPACE,
+		[SIM_LK_OTHER] = EX_OTHER,
+	};
+	p->reserved = m->reserved;
+	p->peak_line = m->line;
+	p->first_reach = m->first_reach;
+	for (size_t i = 0; i < m->res.npeak_item; i++) {
+		const struct sim_live_item *it = &m->res.peak_item[i];
+		size_t s = site_at(t, it->line);
+		uint64_t req = s == NO_IDX ? it->block : t->rec[t->alloc_rec[s]].u.mem.bytes;
+		if (req > it->block)
+			req = it->block; /* a block is never short of its request */
+		p->allocated += it->block;
+		p->kind[it->kind] += req;
+		p->term[term_of[it->kind]] += req;
+		p->term[EX_ROUNDING] += it->block - req;
+		if (term_of[it->kind] == EX_WORKSPACE && s != NO_IDX) {
+			const char *rn = tstr(t, t->alloc_range[s]);
+			const char *src = tstr(t, t->rec[t->alloc_rec[s]].u.mem.source);
+			ws_add(p, rn ? rn : (src ? src : "-"), req);
+		}
+	}
+	qsort(p->ws, p->nws, sizeof *p->ws, cmp_group);
+	/* allocated never exceeds reserved (blocks are carved from it); kept
+	 * exact should a policy report otherwise */
+	if (p->allocated > p->reserved)
+		p->reserved = p->allocated;
+	p->term[EX_RESERVED] = p->reserved;
+	p->term[EX_FRAG] = p->reserved - p->allocated;
+}
+
 /* Replay, split and attribute; see explain.h. */
 int explain_batch(char *const *paths, size_t n, const struct explain_options *opt,
 		  struct explain_result *res, char *err, size_t errlen)
@@ -173,8 +263,8 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 	res->np = np;
 	for (size_t i = 0; i < np; i++) {
 		struct bf_trace *t = NULL;
-		struct sim_result r;
-		memset(&r, 0, sizeof r);
+		struct explain_moment m;
+		memset(&m, 0, sizeof m);
 		if (bf_load(p[i].path, &t, err, errlen) < 0)
 			goto out;
 		p[i].batch = bf_batch(t);
@@ -184,42 +274,19 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 			.trace_path = from_range ? tmp : p[i].path, .policy = pol, .conf = conf, .capacity = capacity,
 			.addr_mode = DEVICE_ADDR_SYNTHETIC, .timeline_points = 8,
 		};
-		int sr = sim_run(&o, &r, err, errlen);
+		int sr = explain_replay(&o, &m, err, errlen);
 		if (tmp[0]) {
 			remove(tmp);
 			tmp[0] = 0;
 		}
-		if (sr < 0) {
-			bf_free(t);
-			goto out;
+		if (sr == 0) {
+			p[i].oom = m.oom ? 1 : 0; /* the caller warns: its peak is what fitted */
+			split(&p[i], t, &m);
 		}
-		p[i].reserved = r.peak_reserved;
-		p[i].allocated = r.peak_allocated;
-		p[i].requested = r.peak_requested;
-		for (size_t e = 0; e < r.nevents; e++)
-			if (r.events[e].kind == SIM_EV_PEAK_RESERVED)
-				p[i].peak_line = r.events[e].line;
-		p[i].oom = r.oom ? 1 : 0; /* the caller warns: its peak is what fitted */
-		sim_result_free(&r);
-		int lr = bf_live_at(t, p[i].peak_line, &p[i].live);
+		sim_result_free(&m.res);
 		bf_free(t);
-		if (lr < 0) {
-			snprintf(err, errlen, "%s: out of memory", p[i].path);
+		if (sr < 0)
 			goto out;
-		}
-		struct explain_point *q = &p[i];
-		q->ws = q->live.workspace;
-		q->act = q->live.total - q->live.workspace;
-		uint64_t live = q->live.total;
-		q->rounding = q->allocated > q->requested ? q->allocated - q->requested : 0;
-		if (live > q->reserved)
-			live = q->reserved; /* the peak line is after the growth; never negative */
-		if (q->rounding > q->reserved - live)
-			q->rounding = q->reserved - live;
-		q->slack = q->reserved - live - q->rounding;
-		if (q->live.total > q->reserved) {
-			q->act = q->reserved > q->ws ? q->reserved - q->ws : 0;
-		}
 	}
 	qsort(p, np, sizeof *p, cmp_point);
 	for (size_t i = 1; i < np; i++) {
@@ -232,17 +299,14 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 	for (size_t i = 0; i + 1 < np; i++) {
 		struct explain_step *s = &st[i];
 		const struct explain_point *a = &p[i], *b = &p[i + 1];
-		s->d[0] = (int64_t)b->reserved - (int64_t)a->reserved;
-		s->d[1] = (int64_t)b->ws - (int64_t)a->ws;
-		s->d[2] = (int64_t)b->act - (int64_t)a->act;
-		s->d[3] = (int64_t)b->rounding - (int64_t)a->rounding;
-		s->d[4] = (int64_t)b->slack - (int64_t)a->slack;
-		s->slope = (double)s->d[0] / (double)(b->batch - a->batch);
+		for (int k = 0; k < EX_NTERMS; k++)
+			s->d[k] = (int64_t)b->term[k] - (int64_t)a->term[k];
+		s->slope = (double)s->d[EX_RESERVED] / (double)(b->batch - a->batch);
 		s->flag = "";
 	}
 	for (size_t i = 0; i + 1 < np; i++) {
 		struct explain_step *s = &st[i];
-		if (s->d[0] < 0) {
+		if (s->d[EX_RESERVED] < 0) {
 			s->flag = "FALLS";
 		} else if (np > 2) {
 			int jump = 1;
@@ -254,7 +318,7 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 				s->flag = "JUMP";
 		}
 		attribute(&p[i], &p[i + 1], s);
-		if (s->d[0] >= 0 && s->d[1] < 0)
+		if (s->d[EX_RESERVED] >= 0 && s->d[EX_WORKSPACE] < 0)
 			ws_falls(&p[i], &p[i + 1], s);
 	}
 	ret = 0;

@@ -2,22 +2,25 @@
  * explain.h: why peak memory moves with batch size (the seed question); the
  * `explain batch` command prints what explain_batch() finds.
  *
- * Each capture of a batch sweep is replayed under one policy (sim_run gives
- * peak reserved, allocated and requested, and the line where the peak of
- * reserved was reached); the trace is then walked once more to see what was
- * live at that line (bf_live_at): workspaces (cuDNN/cuBLAS, or buffers that
- * live and die inside one layer's NVTX range), and the rest (activations,
- * gradients, weights). The peak is split additively:
+ * Each capture of a batch sweep is replayed under one policy and its peak
+ * reserved memory split at one moment (explain_replay): of the moments
+ * where reserved is at its peak, the one with the most allocated. The split
+ * is additive and exact:
  *
- *   reserved = workspace + activations + rounding + slack
+ *   reserved  = allocated + cached/frag
+ *   allocated = workspace + activations + gradients + weights+optimizer
+ *               + other + rounding
  *
- * rounding = peak allocated - peak requested (the policy's size classes),
- * slack = what is reserved but not allocated (segment/region growth and
- * fragmentation: cached memory that could not be reused). Between
- * neighbouring batch sizes the change of each term is computed, points where
- * reserved falls while batch grows (or where its slope jumps to more than
- * twice its neighbours') are flagged, and the term that moved most in the
- * direction of the change is named as the cause.
+ * cached/frag is reserved minus allocated at that moment: memory the policy
+ * held but no live block used (its cache, fragmentation, segments grown
+ * ahead). The kinds are the engine's classification of what was live
+ * (sim/engine_peak.c; docs/schema.md, peak_live: workspace includes
+ * library_workspace), each in requested bytes (the trace's); rounding is
+ * the live blocks' bytes above their requests (the policy's size classes).
+ * Between neighbouring batch sizes the change of each term is computed,
+ * points where reserved falls while batch grows (or where its slope jumps
+ * to more than twice its neighbours') are flagged, and the term that moved
+ * most in the direction of the change is named as the cause.
  */
 #ifndef WHATIF_EXPLAIN_H
 #define WHATIF_EXPLAIN_H
@@ -26,34 +29,55 @@
 #include <stdint.h>
 
 #include "batch_fit.h"
+#include "../sim/engine.h"
 
 struct alloc_policy;
 
 #define EXPLAIN_MAX_POINTS 64
+
+/* The terms of the split, in explain_point.term and explain_step.d. */
+enum explain_term {
+	EX_RESERVED = 0,
+	EX_WORKSPACE,      /* workspace + library_workspace */
+	EX_ACTIVATIONS,
+	EX_GRADIENTS,
+	EX_WEIGHTS,        /* weights + optimizer_state */
+	EX_OTHER,
+	EX_ROUNDING,       /* allocated - requested of the live blocks */
+	EX_FRAG,           /* reserved - allocated */
+	EX_NTERMS
+};
+
+/* Names for tables and causes ("reserved", "workspace", ...,
+ * "cached/fragmentation"), and for JSON keys ("reserved", "workspace",
+ * ..., "weights_optimizer", "reserved_minus_allocated"). */
+extern const char *const explain_term_names[EX_NTERMS];
+extern const char *const explain_term_keys[EX_NTERMS];
 
 /* One capture of the sweep, replayed. */
 struct explain_point {
 	const char *path;
 	size_t arg;                    /* its place among the paths given */
 	uint64_t batch;
-	uint64_t reserved, allocated, requested;
-	uint64_t peak_line;
-	uint64_t ws, act, rounding, slack;
-	struct bf_live live;
+	uint64_t reserved, allocated;  /* at the moment of the peak */
+	uint64_t peak_line;            /* the trace line after which it is taken */
+	int first_reach;               /* it is where reserved first reached its peak */
+	uint64_t term[EX_NTERMS];      /* term[EX_RESERVED] = reserved; the rest sum to it */
+	uint64_t kind[SIM_LK_COUNT];   /* requested bytes live then, by the engine's kind */
+	struct bf_group ws[BF_MAX_GROUPS]; /* workspaces live then, largest first, by
+					    * NVTX range (else source library) */
+	size_t nws;
 	int oom;                       /* the replay ran out of memory: its peak is what fitted */
 };
 
 /* From one point to the next (by batch). */
 struct explain_step {
-	int64_t d[5];                  /* reserved, ws, act, rounding, slack */
+	int64_t d[EX_NTERMS];          /* change of each term */
 	double slope;
 	const char *flag;              /* "", "FALLS", "JUMP", "WS-FALLS" */
-	const char *cause;
+	const char *cause;             /* an explain_term_names entry, or "-" */
 	char detail[256];
 };
-
-/* The names of the terms of explain_step.d. */
-extern const char *const explain_term_names[5];
 
 struct explain_options {
 	const struct alloc_policy *policy;
@@ -78,6 +102,23 @@ struct explain_result {
  */
 int explain_batch(char *const *paths, size_t n, const struct explain_options *o,
 		  struct explain_result *r, char *err, size_t errlen);
+
+/* The moment of the peak a replay is split at (explain_moment.c says why
+ * and how). */
+struct explain_moment {
+	uint64_t reserved;             /* peak reserved */
+	uint64_t line;                 /* trace line after which the moment is */
+	int first_reach;               /* the first time reserved reached its peak */
+	int oom;
+	struct sim_result res;         /* res.peak_item: the engine's live set at the
+					* moment; free with sim_result_free */
+};
+
+/* Replay O (its policy wrapped; peak_items on) once, or twice when the
+ * moment is not where reserved first reached its peak. 0, or -1 with ERR
+ * (M->res is to be freed either way). */
+int explain_replay(const struct sim_options *o, struct explain_moment *m, char *err,
+		   size_t errlen);
 
 /* "+1.50 GiB" / "-12.0 MiB". Returns BUF. */
 const char *explain_fmt_delta(int64_t d, char *buf, size_t len);
