@@ -21,7 +21,7 @@
 int cmd_trace(int argc, char **argv);     /* trace validate|cat|stats */
 int cmd_run(int argc, char **argv);       /* run TRACE --policy ... */
 int cmd_policies(int argc, char **argv);  /* policies: list policies and knobs */
-int cmd_import(int argc, char **argv);    /* import torch-snapshot FILE -o TRACE */
+int cmd_import(int argc, char **argv);    /* import torch-snapshot|kineto FILE -o TRACE */
 int cmd_validate(int argc, char **argv);  /* validate torch-truth DIR */
 int cmd_capture(int argc, char **argv);   /* capture [-o FILE] -- CMD: CUPTI trace of a program */
 int cmd_table(int argc, char **argv);     /* table: policies and settings compared per trace */

@@ -1,9 +1,10 @@
 /*
- * cmd_import.c: `gpumemsim import torch-snapshot FILE -o TRACE`: other
- * tools' memory records into gpumemsim traces (traces/import_torch.h), and
+ * cmd_import.c: `gpumemsim import torch-snapshot FILE -o TRACE` and
+ * `gpumemsim import kineto FILE.json -o TRACE`: other tools' memory records
+ * into gpumemsim traces (traces/import_torch.h, traces/import_kineto.h), and
  * `gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT`: the
  * truth record's empty_cache() calls copied into a capture
- * (traces/markers.h).
+ * (traces/markers.h). docs/import.md compares the inputs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +14,16 @@
 #include "cli.h"
 #include "../include/gpumemsim.h"
 
-/* torch-snapshot and torch-markers share one parse loop and so one table;
- * each option's help says which format it is for. */
+/* torch-snapshot, kineto and torch-markers share one parse loop and so one
+ * table; each option's help says which format it is for. */
 enum { IO_OUT, IO_JSON, IO_LABEL, IO_TRUTH, IO_SOURCE, IO_MIN_MATCH, IO_MAX_GAP };
 
 static const struct cli_opt import_opts[] = {
 	[IO_OUT] = {"-o", "TRACE|OUT", "the trace to write"},
 	[IO_JSON] = {"--json", "META", "torch-snapshot: metadata instead of NAME.json beside FILE"},
-	[IO_LABEL] = {"--label", "KEY=VALUE", "torch-snapshot: a label for the trace (repeatable;\n"
-					      "batch=N makes it usable by explain, whatif, maxbatch)"},
+	[IO_LABEL] = {"--label", "KEY=VALUE", "torch-snapshot, kineto: a label for the trace\n"
+					      "(repeatable; batch=N makes it usable by explain,\n"
+					      "whatif, maxbatch)"},
 	[IO_TRUTH] = {"--truth", "TRUTH", "torch-markers: the record with the empty_cache() calls"},
 	[IO_SOURCE] = {"--source", "SUBSTR", "torch-markers: the framework's allocations' source\n"
 					     "(default libc10_cuda)"},
@@ -35,7 +37,8 @@ static const struct cli_opt import_opts[] = {
 static void import_usage(FILE *f)
 {
 	cli_usage(f,
-		  "import torch-snapshot FILE -o TRACE [--json META]\n"
+		  "import torch-snapshot FILE -o TRACE [--json META] [--label K=V]...\n"
+		  "       gpumemsim import kineto FILE.json -o TRACE [--label K=V]...\n"
 		  "       gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT\n"
 		  "                 [--source SUBSTR] [--min-match F] [--max-gap N]",
 		  "torch-snapshot: FILE is torch.cuda.memory._snapshot()['device_traces'][dev]\n"
@@ -43,7 +46,16 @@ static void import_usage(FILE *f)
 		  "A FILE ending in .pickle (torch.cuda.memory._dump_snapshot()) is converted\n"
 		  "first with python3 traces/torch_snapshot_to_text.py (no torch needed;\n"
 		  "override the script with GPUMEMSIM_TORCH_HELPER). NAME.json beside FILE (or\n"
-		  "--json) adds the GPU, total memory and the labels model, batch, conf, fraction.\n\n"
+		  "--json) adds the GPU, total memory and the labels model, batch, conf, fraction.\n"
+		  "A snapshot without allocation history (no _record_memory_history) is an error.\n\n"
+		  "kineto: FILE is torch.profiler's export_chrome_trace (plain or gzip), recorded\n"
+		  "with profile_memory=True and activities=[CPU, CUDA]. Its CUDA \"[memory]\" events\n"
+		  "(the caching allocator's requests, one device: the lowest id) become allocations\n"
+		  "and frees; kernels, copies and memsets their records; record_function ranges\n"
+		  "ranges, with \"ProfilerStep#N\" named \"step N\". Memory live before the\n"
+		  "profile started is allocated at its start. Labels: source=kineto, torch (when\n"
+		  "the profile has torch_version), kineto_peak_allocated/_reserved (the allocator's\n"
+		  "own peaks in the profile), kineto_before_profile (bytes live before it).\n\n"
 		  "torch-markers: CAPTURE (taken with PYTORCH_NO_CUDA_MEMORY_CACHING=1) cannot\n"
 		  "see the empty_cache() PyTorch calls after each cuDNN benchmark search. TRUTH\n"
 		  "(the same steps with the caching allocator on: snapshot text or its import)\n"
@@ -85,6 +97,35 @@ static int import_markers(const char *capture, const char *truth, const char *ou
 	if (rep.foreign_other)
 		fprintf(stderr, "not the framework's allocator: %" PRIu64 " more allocations of other "
 			"sources\n", rep.foreign_other);
+	return 0;
+}
+
+static int import_kineto_cmd(const char *in, const char *out, const struct trace_label *labels,
+			     size_t nlab)
+{
+	char err[1024], b1[32], b2[32];
+	struct import_kineto_stats st;
+	if (import_kineto(in, out, labels, nlab, &st, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim import: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, "%s: %" PRIu64 " events, device %" PRId64 ": %" PRIu64 " memory events -> %"
+		PRIu64 " allocs, %" PRIu64 " frees; %" PRIu64 " kernels, %" PRIu64 " memcpys, %"
+		PRIu64 " memsets, %" PRIu64 " ranges (%" PRIu64 " steps), %" PRIu64 " ooms\n", out,
+		st.events, st.device, st.mem_events, st.allocs, st.frees, st.kernels, st.memcpys,
+		st.memsets, st.ranges, st.steps, st.ooms);
+	if (st.before_allocs)
+		fprintf(stderr, "live before the profile started: %s in %" PRIu64 " allocation%s "
+			"made at its start\n", size_fmt(st.before_bytes, b1, sizeof b1),
+			st.before_allocs, st.before_allocs == 1 ? "" : "s");
+	if (st.peak_allocated || st.peak_reserved)
+		fprintf(stderr, "the allocator's own peaks in the profile: allocated %s, reserved %s\n",
+			size_fmt(st.peak_allocated, b1, sizeof b1),
+			size_fmt(st.peak_reserved, b2, sizeof b2));
+	if (st.cpu_mem_events || st.other_device || st.relive)
+		fprintf(stderr, "left out: %" PRIu64 " CPU memory events, %" PRIu64 " events of other "
+			"devices; %" PRIu64 " allocations at a live address (a lost free)\n",
+			st.cpu_mem_events, st.other_device, st.relive);
 	return 0;
 }
 
@@ -158,21 +199,29 @@ int cmd_import(int argc, char **argv)
 	if (!strcmp(kind, "torch-markers")) {
 		if (!truth || json || nlab) {
 			fprintf(stderr, "gpumemsim import torch-markers: %s\n",
-				json || nlab ? "--json and --label are for torch-snapshot"
+				json || nlab ? "--json and --label are for torch-snapshot and kineto"
 					     : "--truth TRUTH is required");
 			return EXIT_USAGE;
 		}
 		return import_markers(in, truth, out, &mo);
 	}
-	if (strcmp(kind, "torch-snapshot")) {
+	if (strcmp(kind, "torch-snapshot") && strcmp(kind, "kineto")) {
 		fprintf(stderr, "gpumemsim import: unknown format '%s' (known: torch-snapshot, "
-			"torch-markers)\n", kind);
+			"kineto, torch-markers)\n", kind);
 		return EXIT_USAGE;
 	}
 	if (truth || mo.source || mo.min_match > 0 || mo.max_gap) {
-		fprintf(stderr, "gpumemsim import torch-snapshot: --truth, --source, --min-match and "
-			"--max-gap are for torch-markers\n");
+		fprintf(stderr, "gpumemsim import %s: --truth, --source, --min-match and "
+			"--max-gap are for torch-markers\n", kind);
 		return EXIT_USAGE;
+	}
+	if (!strcmp(kind, "kineto")) {
+		if (json) {
+			fprintf(stderr, "gpumemsim import kineto: --json is for torch-snapshot (the "
+				"profile carries its own metadata)\n");
+			return EXIT_USAGE;
+		}
+		return import_kineto_cmd(in, out, labels, nlab);
 	}
 	char err[1024];
 	struct import_torch_stats st;

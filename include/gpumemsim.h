@@ -48,6 +48,7 @@
 #include "../traces/trace_check.h"
 #include "../traces/trace_stats.h"
 #include "../traces/import_torch.h"
+#include "../traces/import_kineto.h"
 #include "../traces/markers.h"
 #include "../device/cost.h"
 #include "../device/device.h"

@@ -2,7 +2,8 @@
  * test_import_torch.c: the torch-snapshot importer (traces/import_torch.c):
  * records written, empty_cache told from the allocator's own partial
  * releases and from the release-and-retry before an OOM, and bad input
- * (file:line message, no output file).
+ * (file:line message, no output file). The pickle path on snapshots shaped
+ * like torch 2.11's _dump_snapshot (tests/data/snapshot_make.py).
  */
 #include <criterion/criterion.h>
 
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "../traces/import_torch.h"
 #include "../traces/trace.h"
 
@@ -200,4 +202,76 @@ Test(import_torch, user_labels_replace_the_metadata)
 	unlink(in);
 	unlink(meta);
 	unlink(out);
+}
+
+/* `import torch-snapshot X.pickle --label batch=N`: the pickle torch 2.11's
+ * _dump_snapshot writes (protocol 4: segments with blocks, device_traces
+ * entries with frames, allocator_settings) through the python helper; the
+ * same at protocol 2, which torch's own C++ pickler writes. */
+Test(import_torch, dump_snapshot_pickle_with_label)
+{
+	char out[64], so[64], se[64], dir[64], args[512], err[512];
+	struct import_torch_stats st;
+	int counts[TREC_COUNT], ec;
+	if (!th_have("python3"))
+		cr_skip_test("python3 not on the PATH");
+	th_tmpname(out, sizeof out, "snap_out");
+	th_tmpname(so, sizeof so, "snap_so");
+	th_tmpname(se, sizeof se, "snap_se");
+	unlink(out);
+	snprintf(args, sizeof args, "import torch-snapshot tests/data/snapshot_history.pickle -o %s "
+		 "--label batch=16 --label model=tiny", out);
+	cr_assert_eq(th_run(NULL, so, se, args), 0, "%s", th_slurp(se));
+	char *msg = th_slurp(se);
+	cr_assert(strstr(msg, "11 entries -> 4 allocs, 2 frees, 3 segment records, 1 empty_cache"),
+		  "%s", msg);
+	free(msg);
+	count_records(out, counts, &ec);
+	cr_assert_eq(counts[TREC_ALLOC], 4);
+	cr_assert_eq(counts[TREC_FREE], 2);
+	cr_assert_eq(ec, 1);
+	struct trace_reader *r = trace_reader_open(out);
+	const struct trace_header *h = trace_reader_header(r);
+	int found = 0;
+	for (size_t i = 0; i < h->nlabels; i++)
+		found += !strcmp(h->labels[i].key, "batch") && !strcmp(h->labels[i].value, "16");
+	cr_assert_eq(found, 1, "the --label batch");
+	trace_reader_close(r);
+
+	/* protocol 2 reads the same */
+	strcpy(dir, "/tmp/gpumemsim_snap_XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(th_sh("python3 tests/data/snapshot_make.py %s --protocol 2", dir), 0);
+	snprintf(args, sizeof args, "%s/snapshot_history.pickle", dir);
+	cr_assert_eq(import_torch_snapshot(args, out, NULL, &st, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(st.allocs, 4);
+	cr_assert_eq(st.empty_caches, 1);
+	th_sh("rm -rf %s", dir);
+	unlink(out);
+	unlink(so);
+	unlink(se);
+}
+
+/* A snapshot dumped without _record_memory_history() (segments, no
+ * device_traces entries): exit 1, the file named, the fix said, no trace. */
+Test(import_torch, dump_snapshot_without_history_is_a_clear_error)
+{
+	char out[64], so[64], se[64], args[512];
+	if (!th_have("python3"))
+		cr_skip_test("python3 not on the PATH");
+	th_tmpname(out, sizeof out, "snap_out");
+	th_tmpname(so, sizeof so, "snap_so");
+	th_tmpname(se, sizeof se, "snap_se");
+	unlink(out);
+	snprintf(args, sizeof args, "import torch-snapshot tests/data/snapshot_no_history.pickle "
+		 "-o %s --label batch=16", out);
+	cr_assert_eq(th_run(NULL, so, se, args), 1);
+	char *msg = th_slurp(se);
+	cr_assert(strstr(msg, "tests/data/snapshot_no_history.pickle: no allocation history"), "%s",
+		  msg);
+	cr_assert(strstr(msg, "_record_memory_history()"), "says how to record it: %s", msg);
+	cr_assert_neq(access(out, F_OK), 0, "no half-written trace");
+	free(msg);
+	unlink(so);
+	unlink(se);
 }

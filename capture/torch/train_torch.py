@@ -2,7 +2,7 @@
 """train_torch.py: the PyTorch half of the capture recipe (see README.md).
 
 Trains a torchvision model (SGD, momentum 0.9, random 224x224 images) for a
-few steps in one of two modes:
+few steps in one of four modes:
 
   capture  run under `gpumemsim capture` with PYTORCH_NO_CUDA_MEMORY_CACHING=1,
            so every tensor is its own cudaMalloc/cudaFree (the framework's
@@ -15,6 +15,18 @@ few steps in one of two modes:
            per line, gzip) and a json of memory_stats() in the layout of
            shared/data/torch-allocator-truth, which `gpumemsim import
            torch-snapshot` and `gpumemsim validate torch-truth` read.
+  profile  the same steps under torch.profiler.profile(activities=[CPU, CUDA],
+           profile_memory=True), every step recorded (schedule active=STEPS,
+           so each step is a "ProfilerStep#N" range), entered before the model
+           is built; the Chrome trace goes to --out (gzip when it ends in .gz)
+           for `gpumemsim import kineto`. Not under `gpumemsim capture`:
+           torch.profiler's CUPTI session and the capture library's conflict.
+  snapshot the same steps with the caching allocator on and
+           torch.cuda.memory._record_memory_history(max_entries=...) from
+           before the model exists, then torch.cuda.memory._dump_snapshot(--out):
+           the real pickle, for `gpumemsim import torch-snapshot`. With
+           --no-history the history is never recorded: a snapshot of segments
+           only, which the import refuses with a clear message.
 
 Step times are wall time around each step with torch.cuda.synchronize().
 """
@@ -76,8 +88,9 @@ def _pop_hook(mod, inputs, output):
     torch.cuda.nvtx.range_pop()
 
 
-def train(args, nvtx):
-    """Build the model and run the steps; returns (step_s, oom)."""
+def train(args, nvtx, on_step=None):
+    """Build the model and run the steps; returns (step_s, oom). ON_STEP is
+    called after each step (the profiler's step())."""
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
@@ -114,6 +127,8 @@ def train(args, nvtx):
             print("train_torch: %s step %d %.1f ms%s" % (
                 args.mode, step, step_s[-1] * 1e3,
                 " (warm-up)" if step < args.warmup else ""), flush=True)
+            if on_step:
+                on_step()
     except torch.cuda.OutOfMemoryError as e:
         oom = True
         print("train_torch: out of memory at step %d: %s" % (len(step_s), str(e).splitlines()[0]),
@@ -218,9 +233,80 @@ def run_truth(args):
     return 0
 
 
+def caching_allocator_on(mode):
+    if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"):
+        print("train_torch: %s mode needs the caching allocator: unset "
+              "PYTORCH_NO_CUDA_MEMORY_CACHING" % mode, file=sys.stderr)
+        return False
+    return True
+
+
+def sibling_tmp(path):
+    """A temporary name beside PATH that keeps its suffix (.json, .json.gz):
+    export_chrome_trace compresses by the name."""
+    d, b = os.path.split(path)
+    return os.path.join(d, ".tmp-%d-%s" % (os.getpid(), b))
+
+
+def run_profile(args):
+    if not caching_allocator_on("profile"):
+        return 2
+    from torch.profiler import ProfilerActivity, profile, schedule
+    torch.cuda.init()
+    tmp = sibling_tmp(args.out)
+    written = []
+
+    def ready(prof):
+        prof.export_chrome_trace(tmp)
+        os.replace(tmp, args.out)
+        written.append(args.out)
+
+    # Every step recorded, each a ProfilerStep#N range (a schedule is what
+    # makes torch.profiler mark steps); warmup=0 so nothing is left out.
+    sched = schedule(wait=0, warmup=0, active=args.steps, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
+                 on_trace_ready=ready, profile_memory=True, record_shapes=False,
+                 with_stack=False) as prof:
+        try:
+            prof.add_metadata("torch_version", torch.__version__)
+        except Exception as e:  # noqa: BLE001 - metadata is a nicety
+            print("train_torch: no torch_version in the profile: %s" % e, file=sys.stderr)
+        step_s, oom = train(args, nvtx=False, on_step=prof.step)
+    if not written:
+        print("train_torch: the profiler wrote no trace", file=sys.stderr)
+        return 1
+    info = {"model": args.model, "batch": args.batch, "img": args.img, "oom": oom,
+            "warmup": args.warmup, "step_s": step_s,
+            "mean_step_s": mean_after_warmup(step_s, args.warmup),
+            "profile": args.out, "profile_bytes": os.path.getsize(args.out)}
+    info.update(versions())
+    if args.json:
+        write_json_atomic(args.json, info)
+    print("train_torch: wrote %s (%d bytes)" % (args.out, info["profile_bytes"]), flush=True)
+    return 1 if oom else 0
+
+
+def run_snapshot(args):
+    if not caching_allocator_on("snapshot"):
+        return 2
+    torch.cuda.init()
+    if not args.no_history:
+        # from an empty allocator, before the model exists, as truth mode
+        torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
+    step_s, oom = train(args, nvtx=False)
+    tmp = sibling_tmp(args.out)
+    torch.cuda.memory._dump_snapshot(tmp)
+    os.replace(tmp, args.out)
+    if not args.no_history:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    print("train_torch: wrote %s (%d bytes, %s history)" % (
+        args.out, os.path.getsize(args.out), "no" if args.no_history else "with"), flush=True)
+    return 1 if oom else 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=("capture", "truth"), required=True)
+    p.add_argument("--mode", choices=("capture", "truth", "profile", "snapshot"), required=True)
     p.add_argument("--model", default="resnet18")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--img", type=int, default=224)
@@ -236,7 +322,14 @@ def main():
     p.add_argument("--json", help="capture: where to write step times")
     p.add_argument("--capture-json", help="truth: capture json to fold in")
     p.add_argument("--outdir", default=".", help="truth: output folder")
+    p.add_argument("--out", help="profile: the Chrome trace to write; snapshot: the pickle")
+    p.add_argument("--no-history", action="store_true",
+                   help="snapshot: do not record the allocation history")
+    p.add_argument("--max-entries", type=int, default=2_000_000,
+                   help="snapshot: _record_memory_history(max_entries=...)")
     args = p.parse_args()
+    if args.mode in ("profile", "snapshot") and not args.out:
+        p.error("--mode %s needs --out PATH" % args.mode)
     if args.batch < 1 or args.steps < 1 or args.img < 32 or not 0 < args.fraction <= 1:
         p.error("need --batch >= 1, --steps >= 1, --img >= 32, 0 < --fraction <= 1")
     if not hasattr(torchvision.models, args.model):
@@ -244,7 +337,9 @@ def main():
     if not torch.cuda.is_available():
         print("train_torch: no CUDA device", file=sys.stderr)
         return 1
-    return run_capture(args) if args.mode == "capture" else run_truth(args)
+    run = {"capture": run_capture, "truth": run_truth, "profile": run_profile,
+           "snapshot": run_snapshot}[args.mode]
+    return run(args)
 
 
 if __name__ == "__main__":
