@@ -121,7 +121,7 @@ import-truth: $(BIN)
 REPORT_DB  ?= results.db
 REPORT_DIR ?= $(BUILD)/report
 CHROMIUM   ?= chromium
-.PHONY: report-screenshot
+.PHONY: report-screenshot report-check
 report-screenshot: $(BIN)
 	./$(BIN) report --db $(REPORT_DB) -o $(REPORT_DIR)
 	$(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -129,6 +129,16 @@ report-screenshot: $(BIN)
 	  --user-data-dir=$$(mktemp -d) --screenshot=$(abspath $(REPORT_DIR))/screenshot.png \
 	  --window-size=1400,2000 file://$(abspath $(REPORT_DIR))/report.html
 	@echo "screenshot: $(REPORT_DIR)/screenshot.png"
+
+# Render a report in headless Chromium and fail on an image that did not
+# load, a broken link or a JavaScript/console error (scripts/report_check.sh;
+# it installs chromium and chromium-driver where root or sudo allows).
+# Checks REPORT_CHECK_DIR when given (e.g. out/demo/report after make demo),
+# else writes the report of REPORT_DB into REPORT_DIR first.
+REPORT_CHECK_DIR ?=
+report-check: $(BIN)
+	@if [ -z "$(REPORT_CHECK_DIR)" ]; then ./$(BIN) report --db $(REPORT_DB) -o $(REPORT_DIR) || exit 1; fi
+	./scripts/report_check.sh $(if $(REPORT_CHECK_DIR),$(REPORT_CHECK_DIR),$(REPORT_DIR))
 
 clean:
 	rm -rf build build-asan build-fuzz

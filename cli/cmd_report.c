@@ -1,7 +1,7 @@
 /*
  * cmd_report.c: `gpumemsim report --db FILE -o DIR`: the options, then
- * report_write (plots/report.c builds the pages), then the pages' paths on
- * stdout.
+ * report_write (plots/report.c builds the pages), then the paths of the
+ * pages and runs.csv on stdout and, on stderr, how many figures were drawn.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,12 +20,17 @@ static const struct cli_opt report_opts[] = {
 static void usage(FILE *f)
 {
 	cli_usage(f, "report [--db results.db] -o DIR [--where SQL] [--label KEY=VALUE]",
-		  "Write DIR/report.html (self-contained: figures inlined) and DIR/report.md (its\n"
-		  "Markdown twin, figures as DIR/fig-*.png) from the stored runs: largest batch\n"
-		  "without OOM per setting, best setting per trace, OOM verdicts, figures (peak\n"
-		  "against batch, settings compared, memory timelines, fragmentation) and every\n"
-		  "run's metadata. --where and --label select runs as in `gpumemsim plot`.\n"
-		  "Figures need gnuplot; without it the pages say so in place of each figure.\n\n",
+		  "Write DIR/report.html (self-contained: figures inlined), DIR/report.md (its\n"
+		  "Markdown twin, figures as DIR/fig-*.png) and DIR/runs.csv (every run, one\n"
+		  "row) from the stored runs, grouped by workload and model (the traces'\n"
+		  "labels). First the answers per group: best setting per capacity, largest\n"
+		  "batch that fits and why the next fails, where memory falls as the batch\n"
+		  "grows and what moved, the cost of each setting in time (runs made with\n"
+		  "--timing), OOMs by verdict; then every figure (peak against batch, settings\n"
+		  "compared, timelines, fragmentation, Pareto, live at the peak), each naming\n"
+		  "its capacity. --where and --label select runs as in `gpumemsim plot`.\n"
+		  "Figures need gnuplot; without it the pages say so in place of each figure.\n"
+		  "docs/report.md describes the report.\n\n",
 		  report_opts, NULL);
 }
 
@@ -75,6 +80,9 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "gpumemsim report: %s\n", err);
 		return 1;
 	}
-	printf("%s\n%s\n", res.html_path, res.md_path);
+	fprintf(stderr, "gpumemsim report: %d runs of %d traces in %d group%s, %d figures drawn, "
+		"%d not drawn\n", res.runs, res.traces, res.groups, res.groups == 1 ? "" : "s",
+		res.figures, res.figure_notes);
+	printf("%s\n%s\n%s\n", res.html_path, res.md_path, res.csv_path);
 	return 0;
 }

@@ -110,7 +110,7 @@ int plot_check_where(const char *where, char *err, size_t errlen)
 enum { R_ID, R_PATH, R_CRC, R_POLICY, R_CONF, R_CAP, R_RES, R_ALLOC, R_REQ, R_DALLOC,
        R_DFREE, R_FRAG, R_OOM, R_NOOM, R_OOM_T, R_OOM_BYTES, R_OOM_LINE, R_OOM_ALLOC,
        R_OOM_RES, R_OOM_LFREE, R_OOM_CFREE, R_TDUR, R_SDUR, R_MODEL, R_BATCH, R_COMPLETE,
-       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_STEP, R_TIMED, R_N };
+       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_STEP, R_TIMED, R_WORKLOAD, R_N };
 
 struct load_ctx {
 	struct plot_run *runs;
@@ -145,6 +145,7 @@ static int load_row(void *vctx, int ncols, const char *const *c)
 	r->batch = dup_or_empty(c[R_BATCH], &l->failed);
 	r->tool_version = dup_or_empty(c[R_TOOLV], &l->failed);
 	r->labels_json = dup_or_empty(c[R_LABELS], &l->failed);
+	r->workload = dup_or_empty(c[R_WORKLOAD], &l->failed);
 	r->trace_crc32 = (uint32_t)u64_of(c[R_CRC]);
 	r->capacity = u64_of(c[R_CAP]);
 	r->peak_reserved = u64_of(c[R_RES]);
@@ -183,6 +184,7 @@ void plot_runs_free(struct plot_run *runs, int n)
 		free(runs[i].batch);
 		free(runs[i].tool_version);
 		free(runs[i].labels_json);
+		free(runs[i].workload);
 		free(runs[i].oom_verdict);
 	}
 	free(runs);
@@ -206,8 +208,9 @@ int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_r
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='model'),'') AS model_l,"
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='batch'),'') AS batch_l,"
 		" r.complete, r.tool_version, r.labels_json, r.oom_limit, r.oom_verdict,"
-		" r.step_time_ns, r.timed"
-		" FROM latest r ORDER BY model_l, CAST(batch_l AS INTEGER), batch_l, r.trace_path,"
+		" r.step_time_ns, r.timed,"
+		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='workload'),'') AS wl_l"
+		" FROM latest r ORDER BY wl_l, model_l, CAST(batch_l AS INTEGER), batch_l, r.trace_path,"
 		" r.trace_crc32, r.policy='optimal', r.policy, r.conf<>'', r.conf, r.capacity, r.id";
 	struct load_ctx l = {0};
 	const char *params[2] = {sel ? sel->label_key : NULL, sel ? sel->label_value : NULL};

@@ -34,6 +34,7 @@ enum plot_format { PLOT_FMT_PNG = 0, PLOT_FMT_SVG };
 struct plot_run {
 	int64_t id;
 	char *trace_path, *policy, *conf, *model, *batch, *tool_version, *labels_json;
+	char *workload;                      /* the trace's workload label, or "" */
 	uint32_t trace_crc32;
 	uint64_t capacity, peak_reserved, peak_allocated, peak_requested;
 	uint64_t device_allocs, device_frees;
@@ -81,8 +82,8 @@ int plot_gnuplot_available(void);
  */
 int plot_check_where(const char *where, char *err, size_t errlen);
 
-/* Load the selected runs, ordered by trace, policy (optimal last), conf,
- * capacity. *RUNS is malloc'd (free with plot_runs_free). Returns the count
+/* Load the selected runs, ordered by workload and model label, batch,
+ * trace, policy (optimal last), conf, capacity. *RUNS is malloc'd (free with plot_runs_free). Returns the count
  * or -1 with ERR. */
 int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_run **runs,
 		   char *err, size_t errlen);

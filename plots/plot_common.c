@@ -277,13 +277,16 @@ void wrap_label(const char *in, char *out, size_t len, size_t width)
 	out[k] = '\0';
 }
 
-/* The floor for trace CRC: the optimal run's peak reserved, else the peak of
- * live requested bytes. */
+/* The floor for trace CRC: the peak reserved of an optimal run that did
+ * not run out of memory, else the peak of live requested bytes among the
+ * runs that did not. An OOM run is never the floor: it stopped short of the
+ * trace's peak (at a capacity below the floor even the optimal policy
+ * fails). 0 when every selected run of the trace ran out of memory. */
 uint64_t trace_floor(const struct plot_run *runs, int n, uint32_t crc, int *from_optimal)
 {
 	uint64_t req = 0;
 	for (int i = 0; i < n; i++) {
-		if (runs[i].trace_crc32 != crc)
+		if (runs[i].trace_crc32 != crc || runs[i].oom)
 			continue;
 		if (!strcmp(runs[i].policy, "optimal")) {
 			if (from_optimal)
@@ -296,6 +299,30 @@ uint64_t trace_floor(const struct plot_run *runs, int n, uint32_t crc, int *from
 	if (from_optimal)
 		*from_optimal = 0;
 	return req;
+}
+
+/* The one capacity of RUNS, or 0 when they hold several (or none set). */
+uint64_t runs_capacity(const struct plot_run *runs, int n, int *several)
+{
+	*several = 0;
+	for (int i = 1; i < n; i++)
+		if (runs[i].capacity != runs[0].capacity)
+			*several = 1;
+	return n > 0 && !*several ? runs[0].capacity : 0;
+}
+
+/* " at 8.00 GiB" (the device capacity of the runs), "" when they hold
+ * several or none. */
+const char *capacity_words(const struct plot_run *runs, int n, char *buf, size_t len)
+{
+	int several;
+	uint64_t c = runs_capacity(runs, n, &several);
+	char b[32];
+	if (c)
+		snprintf(buf, len, " at %s", size_fmt(c, b, sizeof b));
+	else
+		snprintf(buf, len, "%s", "");
+	return buf;
 }
 
 /* One trace only: say which ones the selection holds and how to narrow. */

@@ -56,9 +56,14 @@ static inline double gib(uint64_t b) { return (double)b / GIB; }
 const char *trace_title(const struct plot_run *r, char *buf, size_t len);
 /* IN broken into lines of about WIDTH characters after commas or spaces. */
 void wrap_label(const char *in, char *out, size_t len, size_t width);
-/* The floor of trace CRC: the optimal run's peak reserved, else the peak of
- * live requested bytes. */
+/* The floor of trace CRC: the peak reserved of its optimal run without OOM,
+ * else the peak of live requested bytes of its runs without OOM; 0 when
+ * every run ran out of memory (the floor is not known). */
 uint64_t trace_floor(const struct plot_run *runs, int n, uint32_t crc, int *from_optimal);
+/* The one capacity of RUNS (0 and *SEVERAL set when they hold several). */
+uint64_t runs_capacity(const struct plot_run *runs, int n, int *several);
+/* " at 8.00 GiB" for the runs' one capacity, else "". */
+const char *capacity_words(const struct plot_run *runs, int n, char *buf, size_t len);
 /* -1 with ERR naming the traces when RUNS hold more than one. */
 int need_one_trace(const struct plot_run *runs, int n, const char *what, char *err,
 		   size_t errlen);

@@ -2,6 +2,11 @@
  * plot_timeline.c: `gpumemsim plot timeline`: allocated and reserved over
  * simulated time, one trace, one line pair per run, first OOMs marked, the
  * first run's NVTX phases shaded behind the curves.
+ *
+ * More than PLOT_MAX_TIMELINE_RUNS lines would be a tangle (a sweep stores
+ * 20 and more runs per trace): the figure then draws each policy's default
+ * setting at the largest capacity selected and its subtitle says so,
+ * instead of failing. Lines of several capacities say their capacity.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -106,18 +111,40 @@ static int tl_row(void *vctx, int ncols, const char *const *c)
 	return 0;
 }
 
-int fig_timeline(struct store *s, struct fig *f, const struct plot_run *runs, int n,
+/* Too many runs: each policy's default setting at
+ * the largest capacity, in the runs' order, into PICK; returns how many. */
+static int timeline_pick(const struct plot_run *runs, int n, struct plot_run *pick)
+{
+	uint64_t cap = 0;
+	int np = 0;
+	for (int i = 0; i < n; i++)
+		cap = runs[i].capacity > cap ? runs[i].capacity : cap;
+	for (int i = 0; i < n && np < PLOT_MAX_TIMELINE_RUNS; i++)
+		if (runs[i].capacity == cap && !*runs[i].conf)
+			pick[np++] = runs[i];
+	if (!np) /* no default setting stored: the first runs at that capacity */
+		for (int i = 0; i < n && np < PLOT_MAX_TIMELINE_RUNS; i++)
+			if (runs[i].capacity == cap)
+				pick[np++] = runs[i];
+	return np;
+}
+
+int fig_timeline(struct store *s, struct fig *f, const struct plot_run *all, int nall,
 		 char *err, size_t errlen)
 {
-	char b1[64], b2[96], b3[32];
-	if (need_one_trace(runs, n, "the timeline", err, errlen) < 0)
+	char b1[64], b2[96], b3[32], cw[48], picked[160] = "";
+	struct plot_run pick[PLOT_MAX_TIMELINE_RUNS];
+	const struct plot_run *runs = all;
+	int n = nall, several;
+	if (need_one_trace(all, nall, "the timeline", err, errlen) < 0)
 		return -1;
-	if (n > PLOT_MAX_TIMELINE_RUNS) {
-		snprintf(err, errlen, "the timeline draws at most %d runs and the selection holds "
-			 "%d: narrow it with --where (e.g. \"policy IN ('pytorch','cuda_async')\")",
-			 PLOT_MAX_TIMELINE_RUNS, n);
-		return -1;
+	if (nall > PLOT_MAX_TIMELINE_RUNS) {
+		n = timeline_pick(all, nall, pick);
+		runs = pick;
+		snprintf(picked, sizeof picked, "\neach policy's default setting (%d of the %d runs "
+			 "selected; narrow with --where to choose)", n, nall);
 	}
+	runs_capacity(runs, n, &several);
 	uint64_t tmax = 0, amax = 0, rmax = 0;
 	double vis = 0;
 	for (int i = 0; i < n; i++)
@@ -181,16 +208,14 @@ int fig_timeline(struct store *s, struct fig *f, const struct plot_run *runs, in
 	int clipped, ncaps;
 	double top = y_top(gib(rmax), gib(amax), vis, &clipped);
 	top = capacity_lines(gp, runs, n, top, &ncaps);
+	/* short lines: the title centres over the plot, left of the key, and a
+	 * long line runs off the figure's left edge */
 	fputs("set title ", gp);
 	snprintf(b1, sizeof b1, "%s", trace_title(&runs[0], b2, sizeof b2));
-	char title[512];
-	if (nph)
-		snprintf(title, sizeof title, "Device memory over time, %s, per allocator setting\n"
-			 "solid: reserved   dashed: allocated   shaded: NVTX phases of run %" PRId64
-			 " (%s)", b1, runs[0].id, plot_run_setting(&runs[0], b2, sizeof b2));
-	else
-		snprintf(title, sizeof title, "Device memory over time, %s, per allocator setting\n"
-			 "solid: reserved by the allocator   dashed: allocated to live blocks", b1);
+	char title[640];
+	snprintf(title, sizeof title, "Device memory over time, %s%s\nsolid: reserved   dashed: "
+		 "allocated%s%s", b1, capacity_words(runs, n, cw, sizeof cw),
+		 nph ? "   shaded: NVTX phases of the first run" : "", picked);
 	gp_str(gp, title);
 	fprintf(gp, "\nset xlabel 'simulated time (%s)'\nset ylabel 'memory (GiB)'\n",
 		in_s ? "s" : "ms");
@@ -212,6 +237,11 @@ int fig_timeline(struct store *s, struct fig *f, const struct plot_run *runs, in
 	for (int i = 0; i < n; i++) {
 		char t2[192];
 		plot_run_setting(&runs[i], b2, sizeof b2);
+		if (several) {
+			size_t l = strlen(b2);
+			snprintf(b2 + l, sizeof b2 - l, " @ %s", runs[i].capacity ?
+				 size_fmt(runs[i].capacity, b3, sizeof b3) : "unlimited");
+		}
 		if (runs[i].peak_reserved && gib(runs[i].peak_reserved) > top)
 			snprintf(t2, sizeof t2, "%s (%s, off scale)", b2,
 				 size_fmt(runs[i].peak_reserved, b3, sizeof b3));
