@@ -1,12 +1,11 @@
 /*
  * device.c: the simulated device's memory (see device.h).
  *
- * Synthetic addresses model the driver's virtual address space just enough
- * to be deterministic and plausible: footprints are rounded to 2 MiB pages
- * (the granularity of large cudaMallocs), a freed range is reused by the next
- * request of exactly its footprint (lowest address first, as the driver
- * tends to return the most compact range), anything else bumps a cursor.
- * Virtual space is not scarce on a 47-bit machine, so ranges never coalesce.
+ * Synthetic addresses follow the driver's placement as measured on an H200
+ * (va_place.h; docs/policies.md): 2 MiB pages, fresh ranges top-down,
+ * freed ranges coalesced and reused from the highest one that fits, at its
+ * low end. PyTorch breaks ties between equal-sized free blocks by address,
+ * so this order decides which block a replay reuses.
  *
  * Recorded addresses: the trace's 'g alloc' records queue up in order; a
  * device_malloc of BYTES takes the oldest pending recorded segment of the
@@ -17,8 +16,7 @@
  * every range reserved so far (a segment's first map is at its base).
  *
  * Speed: a cuda_malloc replay makes one device call per trace event, so
- * the synthetic path avoids hashing where it can. Free ranges of footprints
- * up to 1 GiB are found by direct index, and the map of live segments
+ * the synthetic path is O(log n) (va_place.c), and the map of live segments
  * (base -> bytes) is kept only where it is needed: recorded mode (a recorded
  * address must not be live) and when a log is attached (validation sees
  * the bytes the segment really had). Otherwise device_free trusts the
@@ -30,16 +28,18 @@
 #include <string.h>
 
 #include "cost.h"
+#include "va_place.h"
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "../traces/trace.h"
 
 #define PAGE (2ull << 20)
-#define SYNTH_BASE 0x7f0000000000ull     /* where synthetic addresses start */
-#define FALLBACK_BASE 0x100000000000ull  /* recorded mode's fallback range */
-#define SMALL_CLASSES 512                /* footprints up to 1 GiB: direct index */
-
-struct addr_heap { uint64_t *a; size_t n, cap; };  /* min-heap of free bases */
+/* Synthetic ranges are taken downward from SYNTH_TOP; recorded mode's
+ * fallback ones from SYNTH_BASE down to FALLBACK_BASE, disjoint from both
+ * the synthetic range and the real runs' addresses (0x7f...). */
+#define SYNTH_TOP 0x7fff00000000ull
+#define SYNTH_BASE 0x7f0000000000ull
+#define FALLBACK_BASE 0x100000000000ull
 
 struct recorded { uint64_t addr, bytes; };
 
@@ -52,13 +52,9 @@ struct sim_device {
 	uint64_t capacity, reserved, peak_reserved;
 	uint64_t foreign, peak_total;  /* outside the policy; max of reserved + foreign */
 	enum device_addr_mode mode;
-	uint64_t cursor;              /* bump pointer for fresh ranges */
+	struct va_space place;        /* synthetic placement */
 	struct u64map live;           /* base -> bytes of live segments/maps */
 	int track_live;               /* keep `live` (recorded mode or a log) */
-	struct u64map free_by_size;   /* footprint -> index into heaps (large ones) */
-	uint32_t small_cls[SMALL_CLASSES]; /* footprint / PAGE - 1 -> heap index + 1 */
-	struct addr_heap *heaps;
-	size_t nheaps, capheaps;
 	struct recorded *rec;         /* FIFO of pending recorded segment allocs */
 	size_t rec_head, rec_tail, rec_cap;
 	struct va_range *va;
@@ -82,9 +78,11 @@ struct sim_device *device_create(uint64_t capacity, enum device_addr_mode mode)
 	d->capacity = capacity ? capacity : UINT64_MAX;
 	d->mode = mode;
 	d->track_live = mode == DEVICE_ADDR_RECORDED;
-	d->cursor = mode == DEVICE_ADDR_RECORDED ? FALLBACK_BASE : SYNTH_BASE;
+	if (mode == DEVICE_ADDR_RECORDED)
+		va_init(&d->place, FALLBACK_BASE, SYNTH_BASE);
+	else
+		va_init(&d->place, FALLBACK_BASE, SYNTH_TOP);
 	u64map_init(&d->live);
-	u64map_init(&d->free_by_size);
 	return d;
 }
 
@@ -92,14 +90,11 @@ void device_destroy(struct sim_device *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->nheaps; i++)
-		free(d->heaps[i].a);
-	free(d->heaps);
+	va_fini(&d->place);
 	free(d->rec);
 	free(d->va);
 	free(d->vabase);
 	u64map_free(&d->live);
-	u64map_free(&d->free_by_size);
 	free(d);
 }
 
@@ -140,83 +135,19 @@ void device_get_counters(const struct sim_device *d, struct device_counters *c)
 
 /* ------------------------------------------------ synthetic addresses */
 
-static int heap_push(struct addr_heap *h, uint64_t v)
-{
-	if (VEC_RESERVE(h->a, h->cap, h->n + 1, 8) < 0)
-		return -1;
-	size_t i = h->n++;
-	while (i && h->a[(i - 1) / 2] > v) {
-		h->a[i] = h->a[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->a[i] = v;
-	return 0;
-}
-
-/* Floyd's pop: walk the hole down to a leaf along the smaller children
- * (one branch-free compare a level, with the vacated last slot as a
- * +infinity sentinel), then sift the last element up from there; it
- * usually belongs near the bottom, so this beats a textbook sift-down. */
-static uint64_t heap_pop(struct addr_heap *h)
-{
-	uint64_t *a = h->a, top = a[0], v = a[--h->n];
-	size_t n = h->n, i = 0, l;
-	a[n] = UINT64_MAX;
-	while ((l = 2 * i + 1) < n) {
-		size_t c = l + (a[l + 1] < a[l]);
-		a[i] = a[c];
-		i = c;
-	}
-	while (i > 0 && a[(i - 1) / 2] > v) {
-		a[i] = a[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	a[i] = v;
-	return top;
-}
-
 static uint64_t footprint(uint64_t bytes)
 {
 	return bytes ? (bytes + PAGE - 1) & ~(PAGE - 1) : PAGE;
 }
 
-/* The heap of free ranges of footprint FP: 1 with *IDX, or 0 if none yet. */
-static inline int class_get(const struct sim_device *d, uint64_t fp, uint64_t *idx)
-{
-	uint64_t c = fp / PAGE - 1;
-	if (c < SMALL_CLASSES) {
-		*idx = (uint64_t)d->small_cls[c] - 1;
-		return d->small_cls[c] != 0;
-	}
-	return u64map_get(&d->free_by_size, fp, idx);
-}
-
 static uint64_t synth_take(struct sim_device *d, uint64_t bytes)
 {
-	uint64_t fp = footprint(bytes), idx;
-	if (class_get(d, fp, &idx) && d->heaps[idx].n)
-		return heap_pop(&d->heaps[idx]);
-	uint64_t a = d->cursor;
-	d->cursor += fp;
-	return a;
+	return va_take(&d->place, footprint(bytes));
 }
 
 static void synth_return(struct sim_device *d, uint64_t addr, uint64_t bytes)
 {
-	uint64_t fp = footprint(bytes), idx;
-	if (!class_get(d, fp, &idx)) {
-		if (VEC_RESERVE(d->heaps, d->capheaps, d->nheaps + 1, 16) < 0)
-			return; /* the range is simply not reused */
-		idx = d->nheaps++;
-		memset(&d->heaps[idx], 0, sizeof d->heaps[idx]);
-		if (fp / PAGE - 1 < SMALL_CLASSES) {
-			d->small_cls[fp / PAGE - 1] = (uint32_t)idx + 1;
-		} else if (u64map_put(&d->free_by_size, fp, idx) < 0) {
-			d->nheaps--;
-			return;
-		}
-	}
-	heap_push(&d->heaps[idx], addr);
+	(void)va_give(&d->place, addr, footprint(bytes)); /* on failure: never reused */
 }
 
 /* ------------------------------------------------- recorded addresses */
@@ -408,9 +339,7 @@ uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes)
 		}
 		d->c.recorded_missed++;
 	}
-	a = d->cursor;
-	d->cursor += footprint(bytes);
-	return a;
+	return synth_take(d, bytes);
 }
 
 int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t stream)

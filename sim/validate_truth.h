@@ -44,7 +44,12 @@ struct validate_torch_row {
 };
 
 /* What a jax/async replay left out of the capture (validate_truth.c). */
-struct validate_filter_stats { uint64_t kept, dropped, dropped_bytes, orphans; };
+struct validate_filter_stats {
+	uint64_t kept, dropped, dropped_bytes, orphans;
+	/* jax-truth: every kept request a whole number of 2 MiB granules (the
+	 * platform allocator's mapping), replayed at its smallest possible size */
+	uint64_t granule_lowered, lowered_bytes;
+};
 
 /* One jax-truth or async-truth run. */
 struct validate_pool_row {

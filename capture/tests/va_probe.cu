@@ -1,0 +1,250 @@
+/*
+ * va_probe.cu: where does the driver place cudaMalloc and cuMemMap ranges?
+ *
+ * The synthetic addresses of the simulator (device/va_place.c) are a model
+ * of this placement learnt from PyTorch's recorded segments; this probe
+ * measures it directly, one sequence per process so each starts from a
+ * fresh context (capture/va_probe.sh runs them all and writes one TSV).
+ *
+ *   va_probe SEQ OUT.tsv
+ *
+ * Every line: seq step op size addr delta_mib align_log2, where op is
+ * malloc, free, reserve, create_map, unmap_release, info; delta_mib is the
+ * address minus the first address of the sequence, in MiB (negative: below
+ * it); align_log2 the largest power of two dividing the address.
+ * Sequences (each names the question it answers):
+ *   sizes      512 B .. 1 GiB, all kept: granule, alignment, growth direction
+ *   interleave 8 x 20 MiB, free every other one, then 20, 10, 40 MiB:
+ *              which freed range is reused (lowest, highest, last freed), at
+ *              which end, and whether neighbours coalesce
+ *   bottom     free the lowest range, then allocate: back to fresh space?
+ *   smallbig   200 x 2 MiB, then 1 GiB and 4 x 256 MiB: do small and large
+ *              ranges share one region; is a large range aligned more
+ *   reuse      64+64 MiB, free the first, then 32, 32, 48 MiB: split of a
+ *              freed range; best fit or first fit
+ *   churn      a fixed pseudo-random mix (seeded) of allocs and frees of
+ *              2..300 MiB, 400 steps: the model is checked on this
+ *   vmm        cuMemAddressReserve of 2 MiB .. 1 GiB (with and without an
+ *              alignment), cuMemCreate + cuMemMap of 2 MiB granules, mixed
+ *              with cudaMalloc: one address space or two
+ * Exit 77 when there is no GPU.
+ */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static FILE *out;
+static const char *seq;
+static int step;
+static uint64_t first;
+
+#define MiB (1ull << 20)
+
+static void row(const char *op, uint64_t size, uint64_t addr)
+{
+	if (!first && addr)
+		first = addr;
+	int al = 0;
+	while (addr && al < 63 && !(addr & (1ull << al)))
+		al++;
+	fprintf(out, "%s\t%d\t%s\t%llu\t0x%llx\t%.1f\t%d\n", seq, step++, op, (unsigned long long)size,
+		(unsigned long long)addr,
+		((double)(int64_t)(addr - first)) / (double)MiB, addr ? al : -1);
+}
+
+static uint64_t m(uint64_t size)
+{
+	void *p = NULL;
+	cudaError_t e = cudaMalloc(&p, size);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "va_probe %s: cudaMalloc(%llu): %s\n", seq, (unsigned long long)size,
+			cudaGetErrorString(e));
+		row("malloc_failed", size, 0);
+		return 0;
+	}
+	row("malloc", size, (uint64_t)(uintptr_t)p);
+	return (uint64_t)(uintptr_t)p;
+}
+
+static void f(uint64_t addr, uint64_t size)
+{
+	if (!addr)
+		return;
+	cudaFree((void *)(uintptr_t)addr);
+	row("free", size, addr);
+}
+
+static void seq_sizes(void)
+{
+	static const uint64_t sz[] = {512, 4096, 65536, 1 * MiB, 2 * MiB, 3 * MiB, 4 * MiB,
+				      10 * MiB, 20 * MiB, 26 * MiB, 32 * MiB, 50 * MiB, 64 * MiB,
+				      100 * MiB, 128 * MiB, 256 * MiB, 600 * MiB, 1024 * MiB};
+	uint64_t a[sizeof sz / sizeof sz[0]];
+	for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+		a[i] = m(sz[i]);
+	for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+		f(a[i], sz[i]);
+	for (size_t i = 0; i < 4; i++) /* after freeing everything */
+		a[i] = m(20 * MiB);
+	for (size_t i = 0; i < 4; i++)
+		f(a[i], 20 * MiB);
+}
+
+static void seq_interleave(void)
+{
+	uint64_t a[8];
+	for (int i = 0; i < 8; i++)
+		a[i] = m(20 * MiB);
+	for (int i = 0; i < 8; i += 2)
+		f(a[i], 20 * MiB);
+	uint64_t x = m(20 * MiB), y = m(10 * MiB), z = m(40 * MiB);
+	f(a[3], 20 * MiB); /* now a[2..4] is one 60 MiB hole if ranges coalesce */
+	uint64_t w = m(60 * MiB);
+	f(x, 20 * MiB), f(y, 10 * MiB), f(z, 40 * MiB), f(w, 60 * MiB);
+	for (int i = 1; i < 8; i += 2)
+		if (i != 3)
+			f(a[i], 20 * MiB);
+}
+
+static void seq_bottom(void)
+{
+	uint64_t a = m(20 * MiB), b = m(20 * MiB), c = m(20 * MiB);
+	f(c, 20 * MiB);          /* the last one placed */
+	uint64_t d = m(30 * MiB); /* fits where c was only if c went back to fresh space */
+	f(a, 20 * MiB);
+	uint64_t e = m(20 * MiB);
+	f(b, 20 * MiB), f(d, 30 * MiB), f(e, 20 * MiB);
+}
+
+static void seq_smallbig(void)
+{
+	static uint64_t a[200];
+	for (int i = 0; i < 200; i++)
+		a[i] = m(2 * MiB);
+	uint64_t g = m(1024 * MiB), q[4];
+	for (int i = 0; i < 4; i++)
+		q[i] = m(256 * MiB);
+	for (int i = 0; i < 200; i += 2)
+		f(a[i], 2 * MiB);
+	uint64_t s = m(2 * MiB), t = m(20 * MiB);
+	f(s, 2 * MiB), f(t, 20 * MiB), f(g, 1024 * MiB);
+	for (int i = 0; i < 4; i++)
+		f(q[i], 256 * MiB);
+	for (int i = 1; i < 200; i += 2)
+		f(a[i], 2 * MiB);
+}
+
+static void seq_reuse(void)
+{
+	uint64_t a = m(64 * MiB), b = m(64 * MiB);
+	f(a, 64 * MiB);
+	uint64_t c = m(32 * MiB), d = m(32 * MiB), e = m(48 * MiB);
+	f(b, 64 * MiB);
+	uint64_t g = m(48 * MiB), h = m(16 * MiB); /* best fit would put h in b's rest */
+	f(c, 32 * MiB), f(d, 32 * MiB), f(e, 48 * MiB), f(g, 48 * MiB), f(h, 16 * MiB);
+}
+
+static void seq_churn(void)
+{
+	uint64_t addr[64] = {0}, size[64] = {0}, x = 12345;
+	for (int i = 0; i < 400; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		int k = (int)((x >> 33) % 64);
+		if (addr[k]) {
+			f(addr[k], size[k]);
+			addr[k] = 0;
+		} else {
+			size[k] = (2 + (x >> 45) % 150) * 2 * MiB;
+			addr[k] = m(size[k]);
+		}
+	}
+	for (int k = 0; k < 64; k++)
+		f(addr[k], size[k]);
+}
+
+static int vmm_map(uint64_t size, uint64_t align)
+{
+	CUdeviceptr va;
+	CUmemGenericAllocationHandle h;
+	CUmemAllocationProp prop;
+	CUmemAccessDesc acc;
+	memset(&prop, 0, sizeof prop);
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	if (cuMemAddressReserve(&va, size, align, 0, 0) != CUDA_SUCCESS)
+		return -1;
+	row(align ? "reserve_aligned" : "reserve", size, (uint64_t)va);
+	if (cuMemCreate(&h, size, &prop, 0) != CUDA_SUCCESS || cuMemMap(va, size, 0, h, 0) != CUDA_SUCCESS)
+		return -1;
+	memset(&acc, 0, sizeof acc);
+	acc.location = prop.location;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	cuMemSetAccess(va, size, &acc, 1);
+	row("create_map", size, (uint64_t)va);
+	return 0;
+}
+
+static void seq_vmm(void)
+{
+	CUmemAllocationProp prop;
+	size_t gmin = 0, grec = 0;
+	memset(&prop, 0, sizeof prop);
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	cuMemGetAllocationGranularity(&gmin, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	cuMemGetAllocationGranularity(&grec, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+	row("info_granularity_min", gmin, 0);
+	row("info_granularity_recommended", grec, 0);
+	uint64_t a = m(20 * MiB);
+	static const uint64_t sz[] = {2 * MiB, 4 * MiB, 20 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB};
+	for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+		if (vmm_map(sz[i], 0) < 0)
+			row("vmm_failed", sz[i], 0);
+	if (vmm_map(2 * MiB, 64 * MiB) < 0)
+		row("vmm_failed", 2 * MiB, 0);
+	uint64_t b = m(20 * MiB); /* after the reservations: same space? */
+	f(a, 20 * MiB), f(b, 20 * MiB);
+}
+
+int main(int argc, char **argv)
+{
+	int n = 0;
+	if (argc != 3) {
+		fprintf(stderr, "usage: va_probe SEQ OUT.tsv\n");
+		return 2;
+	}
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
+		return 77;
+	seq = argv[1];
+	out = fopen(argv[2], "a");
+	if (!out) {
+		perror(argv[2]);
+		return 1;
+	}
+	cudaFree(0); /* create the context before the first measured call */
+	cuInit(0);
+	if (!strcmp(seq, "sizes"))
+		seq_sizes();
+	else if (!strcmp(seq, "interleave"))
+		seq_interleave();
+	else if (!strcmp(seq, "bottom"))
+		seq_bottom();
+	else if (!strcmp(seq, "smallbig"))
+		seq_smallbig();
+	else if (!strcmp(seq, "reuse"))
+		seq_reuse();
+	else if (!strcmp(seq, "churn"))
+		seq_churn();
+	else if (!strcmp(seq, "vmm"))
+		seq_vmm();
+	else {
+		fprintf(stderr, "va_probe: unknown sequence '%s'\n", seq);
+		return 2;
+	}
+	return fclose(out) ? 1 : 0;
+}

@@ -1,0 +1,30 @@
+#!/bin/sh
+# va_probe.sh: measure the driver's virtual-address placement on a GPU host
+# (capture/tests/va_probe.cu; the model it checks: device/va_place.h,
+# docs/policies.md "Synthetic addresses"). Builds the probe with nvcc, runs
+# each sequence in a fresh process and writes OUTDIR/va_probe.tsv (one row per
+# call: seq step op size addr delta_mib align_log2) and OUTDIR/va_probe.env
+# (driver, GPU, nvcc). Takes a few seconds.
+#   sh capture/va_probe.sh OUTDIR
+set -eu
+out=${1:?usage: sh capture/va_probe.sh OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
+cuda=${CUDA_HOME:-/usr/local/cuda}
+nvcc=${NVCC:-$cuda/bin/nvcc}
+command -v "$nvcc" >/dev/null 2>&1 || nvcc=nvcc
+mkdir -p "$out"
+"$nvcc" -O2 -o "$out/va_probe" "$here/tests/va_probe.cu" -lcuda
+tsv=$out/va_probe.tsv
+printf 'seq\tstep\top\tsize\taddr\tdelta_mib\talign_log2\n' >"$tsv"
+{
+	echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu /'
+	"$nvcc" --version | tail -1 | sed 's/^/nvcc /'
+} >"$out/va_probe.env"
+for s in sizes interleave bottom smallbig reuse churn vmm; do
+	rc=0
+	timeout 30 "$out/va_probe" "$s" "$tsv" || rc=$?
+	[ "$rc" -eq 77 ] && { echo "va_probe: no GPU" >&2; exit 77; }
+	[ "$rc" -eq 0 ] || echo "va_probe: sequence $s exited $rc" >&2
+done
+echo "va_probe: $(($(wc -l <"$tsv") - 1)) rows in $tsv" >&2
