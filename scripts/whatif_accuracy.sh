@@ -4,7 +4,8 @@
 #
 #   scripts/whatif_accuracy.sh [OUTDIR [GPUMEMSIM]]
 #
-# Part 1 (accuracy): for traces/torch (resnet18, resnet50 at 16/32/64/128)
+# Part 1 (accuracy): for traces/torch (resnet18, resnet50, mobilenet_v2,
+# densenet121 at 16/32/64/128)
 # every leave-one-out choice (fit on three, predict the fourth; 16 and 128
 # are extrapolations), and for traces/cnn (vgg, resnet at 8..256) the
 # choices listed in CNN_FITS. Each prediction is replayed under `pytorch`
@@ -76,7 +77,7 @@ one() { # SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 		"$pas" "$prs" "$cas" "$crs" >> "$TSV"
 }
 
-for m in resnet18 resnet50; do
+for m in resnet18 resnet50 mobilenet_v2 densenet121; do
 	all="16 32 64 128"
 	for b in $all; do
 		fit=$(for x in $all; do [ "$x" = "$b" ] || printf '%s,' "$x"; done)
