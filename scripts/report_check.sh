@@ -11,8 +11,9 @@
 # Chromium is driven through chromedriver's WebDriver HTTP interface
 # (python3's standard library speaks it: no npm). Debian's packages:
 # `apt-get install -y chromium chromium-driver` (/usr/bin/chromium,
-# /usr/bin/chromedriver); installed here when missing and root or sudo is
-# available. CHROMIUM and CHROMEDRIVER name other binaries.
+# /usr/bin/chromedriver); installed by scripts/install-deps.sh --browser
+# when missing and root or sudo is available. CHROMIUM and CHROMEDRIVER
+# name other binaries.
 set -u
 target=${1:-}
 if [ -z "$target" ] || [ $# -gt 1 ]; then
@@ -32,20 +33,10 @@ chromium=${CHROMIUM:-/usr/bin/chromium}
 driver=${CHROMEDRIVER:-/usr/bin/chromedriver}
 
 if [ ! -x "$chromium" ] || [ ! -x "$driver" ]; then
-	if [ "$(id -u)" = 0 ]; then
-		sudo=
-	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-		sudo=sudo
-	else
-		echo "report-check: $chromium or $driver is missing and neither root nor sudo is" \
-			"available to install them: apt-get install -y chromium chromium-driver" >&2
-		exit 2
-	fi
-	echo "report-check: installing chromium and chromium-driver" >&2
-	$sudo apt-get install -y chromium chromium-driver >&2 ||
-		{ $sudo apt-get update >&2 && $sudo apt-get install -y chromium chromium-driver >&2; }
-	if [ ! -x "$chromium" ] || [ ! -x "$driver" ]; then
-		echo "report-check: could not install chromium and chromium-driver" >&2
+	# one place installs packages: install-deps.sh (root or sudo)
+	if ! "$(dirname "$0")/install-deps.sh" --browser >&2 || [ ! -x "$chromium" ] || [ ! -x "$driver" ]; then
+		echo "report-check: $chromium or $driver is missing and could not be installed:" \
+			"apt-get install -y chromium chromium-driver (or scripts/install-deps.sh --browser)" >&2
 		exit 2
 	fi
 fi
