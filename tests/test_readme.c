@@ -1,0 +1,39 @@
+/*
+ * test_readme.c: every command of README.md's "questions it answers" runs
+ * as written (scripts/readme_check.sh, with the binary under test in place
+ * of build/gpumemsim), so the README a user copies from stays true.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+Test(readme, questions_run_as_written, .timeout = 600)
+{
+	if (access("README.md", R_OK) != 0 || !th_have("bash"))
+		cr_skip_test("README.md or bash not here");
+	char cmd[1024], out[16384];
+	snprintf(cmd, sizeof cmd, "GPUMEMSIM_BIN='%s' bash scripts/readme_check.sh 2>&1", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "commands ran"), "%s", out);
+}
+
+/* A command that fails is reported with its line, and the check fails. */
+Test(readme, a_failing_command_fails_the_check)
+{
+	char path[128], cmd[1024], out[8192];
+	th_tmpname(path, sizeof path, "readme");
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("# x\n<!-- questions:begin -->\n```sh\ntrue\nbuild/gpumemsim run no-such.trace.gz "
+	      "--policy pytorch\n```\n<!-- questions:end -->\n", f);
+	cr_assert_eq(fclose(f), 0);
+	snprintf(cmd, sizeof cmd, "GPUMEMSIM_BIN='%s' bash scripts/readme_check.sh %s 2>&1", th_bin(),
+		 path);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "FAILED: build/gpumemsim run no-such.trace.gz"), "%s", out);
+	unlink(path);
+}
