@@ -81,7 +81,8 @@ fuzz: $(FUZZ_BIN)
 	cp tests/fuzz/seeds/* build-fuzz/corpus/ 2>/dev/null || true
 	./$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: the tool in bin/, the library
+# make install [PREFIX=/usr/local] [DESTDIR=]: the tool in bin/, its manual
+# page (scripts/man.sh, from the --help texts) in share/man/man1/, the library
 # in lib/ (with the capture library when `make capture` built it: the
 # launcher looks in ../lib beside its binary), the headers in
 # include/gpumemsim/ with their layout kept (#include "include/gpumemsim.h"
@@ -97,6 +98,8 @@ install: $(BIN) $(LIBSIM)
 	  install -m 755 $(BUILD)/libgpumemsim_capture.so $(DESTDIR)$(PREFIX)/lib/; fi
 	for h in $(INSTALL_HEADERS); do \
 	  install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/gpumemsim/$$h || exit 1; done
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	./scripts/man.sh $(BIN) > $(DESTDIR)$(PREFIX)/share/man/man1/gpumemsim.1
 
 # The main job: every shipped trace under every policy and the settings users
 # ask about, into out/demo/results.db, then the comparison table.

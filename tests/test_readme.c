@@ -37,3 +37,29 @@ Test(readme, a_failing_command_fails_the_check)
 	cr_assert_not_null(strstr(out, "FAILED: build/gpumemsim run no-such.trace.gz"), "%s", out);
 	unlink(path);
 }
+
+/* The manual page `make install` writes is made from the --help texts: it
+ * has every command's section, and man renders it where man is installed. */
+Test(readme, manual_page_from_help)
+{
+	char cmd[1024], out[65536];
+	snprintf(cmd, sizeof cmd, "sh scripts/man.sh '%s'", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strncmp(out, ".TH GPUMEMSIM 1", 15) == 0, "%.200s", out);
+	static const char *const cmds[] = {"run", "sweep", "whatif", "maxbatch", "explain", "import",
+					   "report", "capture"};
+	for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+		char ss[64];
+		snprintf(ss, sizeof ss, "\n.SS %s\n", cmds[i]);
+		cr_assert_not_null(strstr(out, ss), "no section for %s", cmds[i]);
+	}
+	if (th_have("man")) {
+		char page[128];
+		th_tmpname(page, sizeof page, "man");
+		cr_assert_eq(th_sh("sh scripts/man.sh '%s' > %s", th_bin(), page), 0);
+		snprintf(cmd, sizeof cmd, "MANWIDTH=100 man -l %s 2>&1", page);
+		cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%.500s", out);
+		cr_assert_not_null(strstr(out, "gpumemsim - trace-driven simulation"), "%.500s", out);
+		unlink(page);
+	}
+}
