@@ -86,14 +86,26 @@ int fig_frag(struct fig *f, const struct plot_run *runs, int n, char *err, size_
 	if (fig_close_file(d, "frag.dat", err, errlen) < 0)
 		return -1;
 	FILE *gp = f->gp;
-	fputs("set title \"Fragmentation at the peak per allocator setting: 1 - peak allocated / "
-	      "peak reserved\\nshare of the reserved peak not holding live blocks; lower is "
-	      "better\"\n", gp);
+	char title[512], cw[128];
+	snprintf(title, sizeof title, "Fragmentation at the peak per allocator setting%s: 1 - peak "
+		 "allocated / peak reserved\nshare of the reserved peak not holding live blocks; "
+		 "lower is better", capacity_words(runs, n, cw, sizeof cw));
+	/* settings spelt as the frameworks spell them are long: a taller
+	 * canvas and a wide bottom margin keep every tick label whole, and
+	 * the key sits outside the bars */
+	if (f->fmt == PLOT_FMT_PNG)
+		fputs("set terminal pngcairo size 1300,820 font 'DejaVu Sans,13' noenhanced\n", gp);
+	else
+		fputs("set terminal svg size 1300,820 font 'DejaVu Sans,13' noenhanced "
+		      "background rgb 'white'\n", gp);
+	fputs("set title ", gp);
+	gp_str(gp, title);
+	fputs("\n", gp);
 	fputs("set ylabel 'fragmentation (% of peak reserved)'\nset yrange [0:105]\n"
 	      "set style data histograms\nset style histogram clustered gap 1\n"
 	      "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
-	      "set xtics rotate by 30 right nomirror\nset bmargin 11\n"
-	      "set key inside right top vertical\n", gp);
+	      "set xtics rotate by 35 right nomirror\nset bmargin 17\nset lmargin 12\n"
+	      "set key outside right top vertical\n", gp);
 	fputs("plot ", gp);
 	for (int t = 0; t < nt; t++) {
 		char b[128];

@@ -2,6 +2,7 @@
  * plot_pareto.c: `gpumemsim plot pareto`: predicted step time against peak
  * reserved, one point per setting, the Pareto front per trace.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 	uint32_t crcs[PLOT_MAX_PARETO_TRACES];
 	int ncrc = 0, nt = 0, left_out = 0, ret = -1;
 	double ymax = 0, live_top = 0, xmax = 0, vis = 0;
-	char b1[128], b2[256], b3[32];
+	char b1[128], b3[32];
 	FILE *d = NULL;
 	if (!pt) {
 		snprintf(err, errlen, "out of memory");
@@ -109,6 +110,8 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 		fprintf(d, "# trace %s\n", trace_title(tr[0], b1, sizeof b1));
 		uint64_t best = UINT64_MAX;
 		int front[64];
+		double px[64], py[64];
+		static char lab[64][320];
 		for (int i = 0; i < m; i++) {
 			front[i] = tr[i]->peak_reserved < best;
 			if (front[i])
@@ -119,13 +122,26 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 				if (*p == '"')
 					*p = '\'';
 			if (y > top)
-				snprintf(b2, sizeof b2, "%s (%s, off scale)", b1,
+				snprintf(lab[i], sizeof lab[i], "%s (%s, off scale)", b1,
 					 size_fmt(tr[i]->peak_reserved, b3, sizeof b3));
 			else
-				snprintf(b2, sizeof b2, "%s", b1);
-			fprintf(d, "%.6f %.6f %d \"%s\"\n", tr[i]->step_time_ns / 1e6,
-				y > top ? top * 0.97 : y, front[i], b2);
+				snprintf(lab[i], sizeof lab[i], "%s", b1);
+			px[i] = tr[i]->step_time_ns / 1e6;
+			py[i] = y > top ? top * 0.97 : y;
+			/* settings that land on (nearly) one point share one label,
+			 * instead of printing over each other */
+			for (int j = 0; j < i; j++) {
+				if (!lab[j][0] || fabs(px[j] - px[i]) > 0.02 * xmax * 1.25 ||
+				    fabs(py[j] - py[i]) > 0.03 * top)
+					continue;
+				size_t k = strlen(lab[j]);
+				snprintf(lab[j] + k, sizeof lab[j] - k, ", %s", lab[i]);
+				lab[i][0] = 0;
+				break;
+			}
 		}
+		for (int i = 0; i < m; i++)
+			fprintf(d, "%.6f %.6f %d \"%s\"\n", px[i], py[i], front[i], lab[i]);
 		/* the front alone, so its line has no gaps */
 		fprintf(d, "\n\n# Pareto front\n");
 		for (int i = 0; i < m; i++)
@@ -140,10 +156,10 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 	}
 	d = NULL;
 	FILE *gp = f->gp;
-	char title[512];
+	char title[512], cw[128];
 	snprintf(title, sizeof title, "Predicted step time against peak reserved memory, per "
-		 "allocator setting\nline: the Pareto front of each trace (no other setting is "
-		 "both faster and smaller)");
+		 "allocator setting%s\nline: the Pareto front of each trace (no other setting is "
+		 "both faster and smaller)", capacity_words(runs, n, cw, sizeof cw));
 	fputs("set title ", gp);
 	gp_str(gp, title);
 	fputc('\n', gp);
