@@ -2,10 +2,11 @@
  * device.c: the simulated device's memory (see device.h).
  *
  * Synthetic addresses follow the driver's placement as measured on an H200
- * (va_place.h; docs/policies.md): 2 MiB pages, fresh ranges top-down,
- * freed ranges coalesced and reused from the highest one that fits, at its
- * low end. PyTorch breaks ties between equal-sized free blocks by address,
- * so this order decides which block a replay reuses.
+ * (va_place.h; docs/policies.md): 2 MiB pages sub-allocated from 32 MiB
+ * chunks, the newest chunk with room first, new chunks top-down below the
+ * CUDA context's own; reserved ranges (device_reserve_va) from a separate
+ * area growing upward. PyTorch breaks ties between equal-sized free blocks
+ * by address, so this order decides which block a replay reuses.
  *
  * Recorded addresses: the trace's 'g alloc' records queue up in order; a
  * device_malloc of BYTES takes the oldest pending recorded segment of the
@@ -65,6 +66,8 @@ struct sim_device {
 	device_log_fn log;
 	void *log_ctx;
 	uint64_t now;
+	uint64_t last_malloc;          /* time of the last synthetic malloc */
+	int ctx_released;              /* va_context_release done */
 	const struct cost_model *cost; /* NULL: calls cost no time */
 	uint64_t cost_ns, cost_calls;   /* pending for the engine */
 	int cost_sync;
@@ -78,10 +81,16 @@ struct sim_device *device_create(uint64_t capacity, enum device_addr_mode mode)
 	d->capacity = capacity ? capacity : UINT64_MAX;
 	d->mode = mode;
 	d->track_live = mode == DEVICE_ADDR_RECORDED;
-	if (mode == DEVICE_ADDR_RECORDED)
+	if (mode == DEVICE_ADDR_RECORDED) {
 		va_init(&d->place, FALLBACK_BASE, SYNTH_BASE);
-	else
+	} else {
 		va_init(&d->place, FALLBACK_BASE, SYNTH_TOP);
+		if (va_add_context(&d->place) < 0) {
+			va_fini(&d->place);
+			free(d);
+			return NULL;
+		}
+	}
 	u64map_init(&d->live);
 	return d;
 }
@@ -148,6 +157,11 @@ static uint64_t synth_take(struct sim_device *d, uint64_t bytes)
 static void synth_return(struct sim_device *d, uint64_t addr, uint64_t bytes)
 {
 	(void)va_give(&d->place, addr, footprint(bytes)); /* on failure: never reused */
+}
+
+static uint64_t synth_reserve(struct sim_device *d, uint64_t bytes)
+{
+	return va_reserve(&d->place, footprint(bytes));
 }
 
 /* ------------------------------------------------- recorded addresses */
@@ -284,6 +298,14 @@ int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_
 			a = synth_take(d, bytes);
 		}
 	} else {
+		/* the first pause between mallocs: the libraries load and the
+		 * context frees its low range (va_place.h) */
+		if (!d->ctx_released && d->c.mallocs && d->now >= d->last_malloc &&
+		    d->now - d->last_malloc >= VA_CONTEXT_PAUSE_NS) {
+			(void)va_context_release(&d->place);
+			d->ctx_released = 1;
+		}
+		d->last_malloc = d->now;
 		a = synth_take(d, bytes);
 	}
 	if (d->track_live)
@@ -339,7 +361,7 @@ uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes)
 		}
 		d->c.recorded_missed++;
 	}
-	return synth_take(d, bytes);
+	return synth_reserve(d, bytes);
 }
 
 int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t stream)

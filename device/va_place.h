@@ -4,18 +4,29 @@
  *
  * Why it matters: PyTorch's caching allocator breaks ties between equal-sized
  * free blocks by address, so which segment the driver placed lower decides
- * which block is reused. The rules below were learnt from the segment
- * addresses of the recorded PyTorch runs on an H200 (docs/policies.md,
- * "Synthetic addresses"):
- *  - footprints are whole 2 MiB pages;
- *  - fresh address space is taken top-down: a range that reuses nothing is
- *    placed just below the lowest range handed out so far;
- *  - freed ranges coalesce with free neighbours; a range freed at the bottom
- *    of what was handed out goes back to the fresh space;
- *  - a request that fits a freed range reuses one: the highest-addressed
- *    freed range that is large enough, from its low end.
- * Deterministic, O(log n) per call (a treap of free ranges by address, each
- * node holding the largest free range of its subtree).
+ * which block is reused. The rules were measured on an H200 (driver 580)
+ * with capture/va_probe.sh (traces/va_probe/; evidence in docs/policies.md,
+ * "Synthetic addresses"). The driver allocates in two levels:
+ *  - chunks: address space is taken in chunks of a whole number of 32 MiB
+ *    (a request of N bytes that fits no chunk makes a chunk of N rounded up
+ *    to 32 MiB). New chunks come top-down: from a released range strictly
+ *    larger than the chunk (the highest such range, at its high end), else
+ *    just below the lowest chunk so far. A chunk whose last allocation is
+ *    freed is released; released neighbours coalesce, and one at the bottom
+ *    goes back to the fresh space;
+ *  - inside chunks: allocations are whole 2 MiB pages; a request goes to the
+ *    NEWEST chunk that has a free range large enough, at the low end of its
+ *    lowest such range (a new chunk's request sits at its low end, the rest
+ *    of the chunk is free for later requests). Frees coalesce inside a chunk.
+ * The CUDA context owns two chunks before the first call (va_add_context):
+ * 2 MiB free 74 MiB below a 24 MiB free range, which lies 488 MiB above the
+ * first fresh chunk. In PyTorch runs the 414 MiB between the first fresh
+ * chunk and that 2 MiB are freed once, when cuDNN/cuBLAS first load (a
+ * pause of 90+ ms in every recorded run), and are then used as the newest
+ * chunk (va_context_release). Reserved ranges (cuMemAddressReserve) share the chunks
+ * but new ones come from a separate area growing upward (va_reserve).
+ * Deterministic; O(log n) per call (treaps of free ranges with the largest
+ * range of each subtree, a max-tree over chunks in creation order).
  */
 #ifndef SIM_VA_PLACE_H
 #define SIM_VA_PLACE_H
@@ -23,30 +34,60 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/u64map.h"
+
+#define VA_CHUNK (32ull << 20) /* chunk granule */
+
 struct va_node;
+struct va_chunk;
 
 struct va_space {
-	uint64_t bottom;   /* fresh space is [bottom, floor) */
-	uint64_t floor;    /* lowest address handed out (top at start) */
-	uint64_t over;     /* past the bottom: bump upward from the top */
-	uint32_t root;     /* treap of freed ranges above floor; 0 = empty */
-	struct va_node *n; /* node 0 is the null sentinel */
+	uint64_t up;       /* reservations' area: [start, up), grows upward */
+	uint64_t floor;    /* lowest chunk taken top-down: fresh is [up, floor) */
+	uint64_t over;     /* the modelled space is full: bump upward from the top */
+	uint32_t root;     /* treap of released ranges; 0 = empty */
+	struct va_node *n; /* treap nodes; node 0 is the null sentinel */
 	size_t nn, cap;
 	uint32_t freelist; /* recycled nodes, linked through .l */
+	struct va_chunk *ch; /* chunks in creation order (dead ones until compacted) */
+	size_t nch, capch, ndead;
+	uint64_t *mx;      /* max-tree over chunk ids: largest free range */
+	size_t mxn;        /* leaves (a power of two) */
+	struct u64map at;  /* allocation address -> chunk id */
+	int oom;           /* host memory ran out: placement is no longer the model's */
+	uint64_t ctx;      /* the context's span [ctx, ctx + 512 MiB); 0: none */
 };
 
-/* The space [BOTTOM, TOP): fresh ranges come from TOP downward. */
+/* The space [BOTTOM, TOP): chunks come from TOP downward, reservations from
+ * BOTTOM upward. */
 void va_init(struct va_space *v, uint64_t bottom, uint64_t top);
 void va_fini(struct va_space *v);
+
+/* The CUDA context's own chunks, placed at the top (see above): call right
+ * after va_init. Returns -1 when out of memory. */
+int va_add_context(struct va_space *v);
+
+/* The context frees the 414 MiB at the bottom of its span, which becomes
+ * the newest chunk (see above; once; after va_add_context). The device
+ * calls it at the first pause of VA_CONTEXT_PAUSE_NS between mallocs.
+ * Returns -1 when out of memory. */
+int va_context_release(struct va_space *v);
+#define VA_CONTEXT_PAUSE_NS 50000000ull
 
 /* A range of BYTES (a multiple of the page the caller rounds to). */
 uint64_t va_take(struct va_space *v, uint64_t bytes);
 
-/* Give back [ADDR, ADDR + BYTES), a range va_take returned (or a part of
- * one). Returns -1 when out of memory (the range is then not reused). */
+/* A reserved range of BYTES (cuMemAddressReserve): as va_take, but a new
+ * chunk comes from the upward area. */
+uint64_t va_reserve(struct va_space *v, uint64_t bytes);
+
+/* Give back the range at ADDR that va_take or va_reserve returned (BYTES is
+ * its size). Returns -1 when ADDR is not one, or out of memory (the range
+ * is then not reused). */
 int va_give(struct va_space *v, uint64_t addr, uint64_t bytes);
 
-/* Freed ranges held (for tests). */
+/* For tests: released ranges held, and chunks alive. */
 size_t va_free_ranges(const struct va_space *v);
+size_t va_chunks(const struct va_space *v);
 
 #endif /* SIM_VA_PLACE_H */

@@ -1,10 +1,13 @@
 /*
  * test_va_place.c: the driver's virtual-address placement model
- * (device/va_place.c): fresh ranges top-down, reuse of the highest freed
- * range that fits from its low end, coalescing, a range freed at the bottom
- * going back to fresh space, and the same answers on every run.
+ * (device/va_place.c): chunks of 32 MiB taken top-down, the newest chunk
+ * with room first, released chunks reused only when strictly larger, the
+ * context's own chunks, and the probe's recorded sequences
+ * (traces/va_probe/va_probe.tsv) replayed call for call.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../device/va_place.h"
@@ -13,61 +16,91 @@
 #define MiB (1ull << 20)
 #define TOP (1ull << 40)
 
-Test(va_place, fresh_ranges_go_down)
+Test(va_place, chunks_top_down_first_request_at_low_end)
 {
 	struct va_space v;
 	va_init(&v, 0, TOP);
-	uint64_t a = va_take(&v, 20 * MiB), b = va_take(&v, 2 * MiB), c = va_take(&v, 64 * MiB);
-	cr_assert_eq(a, TOP - 20 * MiB);
-	cr_assert_eq(b, a - 2 * MiB);
-	cr_assert_eq(c, b - 64 * MiB);
+	uint64_t a = va_take(&v, 20 * MiB), b = va_take(&v, 26 * MiB), c = va_take(&v, 50 * MiB);
+	cr_assert_eq(a, TOP - 32 * MiB); /* 20 MiB: a 32 MiB chunk */
+	cr_assert_eq(b, a - 32 * MiB);
+	cr_assert_eq(c, b - 64 * MiB);   /* 50 MiB: 64 */
+	cr_assert_eq(va_chunks(&v), 3);
 	va_fini(&v);
 }
 
-Test(va_place, reuse_highest_fit_low_end)
+/* probe "interleave": a request that fits a chunk's rest goes to the newest
+ * chunk with room, at the low end of that room. */
+Test(va_place, newest_chunk_with_room)
 {
 	struct va_space v;
 	va_init(&v, 0, TOP);
-	uint64_t x[6];
-	for (int i = 0; i < 6; i++)
-		x[i] = va_take(&v, 20 * MiB); /* x[0] highest */
-	va_give(&v, x[1], 20 * MiB);
-	va_give(&v, x[3], 20 * MiB);
-	/* both fit: the higher one (x[1]), from its low end */
-	cr_assert_eq(va_take(&v, 10 * MiB), x[1]);
-	/* x[1]'s rest (10 MiB) is the highest that fits 10 MiB again */
-	cr_assert_eq(va_take(&v, 10 * MiB), x[1] + 10 * MiB);
-	/* 20 MiB fits only x[3] */
-	cr_assert_eq(va_take(&v, 20 * MiB), x[3]);
+	uint64_t x[4];
+	for (int i = 0; i < 4; i++)
+		x[i] = va_take(&v, 20 * MiB); /* each leaves 12 MiB */
+	cr_assert_eq(va_take(&v, 10 * MiB), x[3] + 20 * MiB);
+	cr_assert_eq(va_take(&v, 12 * MiB), x[2] + 20 * MiB);
+	cr_assert_eq(va_chunks(&v), 4);
 	va_fini(&v);
 }
 
-Test(va_place, neighbours_coalesce)
+/* probe "reuse": an empty chunk is released; a released range is reused for
+ * a new chunk only when strictly larger, at its high end. */
+Test(va_place, released_ranges_strictly_larger_high_end)
 {
 	struct va_space v;
 	va_init(&v, 0, TOP);
-	uint64_t x[5];
-	for (int i = 0; i < 5; i++)
-		x[i] = va_take(&v, 20 * MiB);
-	va_give(&v, x[1], 20 * MiB);
-	va_give(&v, x[3], 20 * MiB);
-	cr_assert_eq(va_free_ranges(&v), 2);
-	va_give(&v, x[2], 20 * MiB); /* joins x[1] and x[3] */
+	uint64_t a = va_take(&v, 64 * MiB), b = va_take(&v, 64 * MiB);
+	cr_assert_eq(va_give(&v, a, 64 * MiB), 0);
 	cr_assert_eq(va_free_ranges(&v), 1);
-	cr_assert_eq(va_take(&v, 60 * MiB), x[3]);
-	cr_assert_eq(va_free_ranges(&v), 0);
+	uint64_t c = va_take(&v, 32 * MiB), d = va_take(&v, 32 * MiB);
+	cr_assert_eq(c, a + 32 * MiB); /* high end of the 64 MiB */
+	cr_assert_eq(d, b - 32 * MiB); /* 32 MiB left: not strictly larger */
+	cr_assert_eq(va_give(&v, b, 64 * MiB), 0); /* joins a's low half */
+	cr_assert_eq(va_free_ranges(&v), 1);
+	cr_assert_eq(va_take(&v, 48 * MiB), a - 32 * MiB); /* a 64 MiB chunk at the high end */
+	cr_assert_eq(va_give(&v, 0x1234, 2 * MiB), -1);   /* not a range handed out */
 	va_fini(&v);
 }
 
-Test(va_place, bottom_range_returns_to_fresh_space)
+/* probe "bottom": a chunk released at the bottom goes back to fresh space. */
+Test(va_place, bottom_chunk_returns_to_fresh_space)
 {
 	struct va_space v;
 	va_init(&v, 0, TOP);
 	uint64_t a = va_take(&v, 20 * MiB), b = va_take(&v, 20 * MiB);
-	va_give(&v, b, 20 * MiB); /* the lowest: back to fresh space */
+	cr_assert_eq(va_give(&v, b, 20 * MiB), 0);
 	cr_assert_eq(va_free_ranges(&v), 0);
-	/* so a larger request goes just below a */
-	cr_assert_eq(va_take(&v, 30 * MiB), a - 30 * MiB);
+	cr_assert_eq(va_take(&v, 30 * MiB), a - 32 * MiB);
+	va_fini(&v);
+}
+
+Test(va_place, context_chunks_and_release)
+{
+	struct va_space v;
+	va_init(&v, 0, TOP);
+	cr_assert_eq(va_add_context(&v), 0);
+	uint64_t s = va_take(&v, 2 * MiB);      /* the context's 2 MiB, newest */
+	uint64_t i = va_take(&v, 2 * MiB);      /* its 24 MiB range */
+	uint64_t i2 = va_take(&v, 20 * MiB);
+	uint64_t f = va_take(&v, 20 * MiB);     /* the first fresh chunk */
+	cr_assert_eq(s, i - 74 * MiB);
+	cr_assert_eq(i2, i + 2 * MiB);
+	cr_assert_eq(f, i - 520 * MiB);
+	cr_assert_eq(va_context_release(&v), 0);
+	cr_assert_eq(va_take(&v, 26 * MiB), f + 32 * MiB); /* low end of the 414 MiB */
+	cr_assert_eq(va_context_release(&v), 0);            /* once */
+	cr_assert_eq(va_take(&v, 14 * MiB), f + 58 * MiB);
+	va_fini(&v);
+}
+
+Test(va_place, reserve_grows_up_and_shares_chunks)
+{
+	struct va_space v;
+	va_init(&v, 1ull << 30, TOP);
+	uint64_t a = va_reserve(&v, 20 * MiB), b = va_reserve(&v, 64 * MiB);
+	cr_assert_eq(a, 1ull << 30);
+	cr_assert_eq(b, a + 32 * MiB);
+	cr_assert_eq(va_take(&v, 10 * MiB), a + 20 * MiB); /* the reservation's rest */
 	va_fini(&v);
 }
 
@@ -75,15 +108,15 @@ Test(va_place, past_the_bottom_still_answers)
 {
 	struct va_space v;
 	va_init(&v, TOP - 64 * MiB, TOP);
-	uint64_t a = va_take(&v, 64 * MiB), b = va_take(&v, 2 * MiB), c = va_take(&v, 2 * MiB);
+	uint64_t a = va_take(&v, 64 * MiB), b = va_take(&v, 32 * MiB), c = va_take(&v, 32 * MiB);
 	cr_assert_eq(a, TOP - 64 * MiB);
 	cr_assert_eq(b, TOP);
-	cr_assert_eq(c, TOP + 2 * MiB);
+	cr_assert_eq(c, TOP + 32 * MiB);
 	va_fini(&v);
 }
 
 /* A long random mix: ranges never overlap, and two runs agree address for
- * address. */
+ * address (also across the renumbering of chunk ids). */
 Test(va_place, no_overlap_and_deterministic)
 {
 	enum { N = 256, STEPS = 20000 };
@@ -92,11 +125,14 @@ Test(va_place, no_overlap_and_deterministic)
 		struct va_space v;
 		uint64_t x = 42;
 		va_init(&v, 0, TOP);
+		cr_assert_eq(va_add_context(&v), 0);
 		for (int i = 0; i < N; i++)
 			addr[i] = size[i] = 0;
 		for (int s = 0; s < STEPS; s++) {
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 			int k = (int)((x >> 33) % N);
+			if (s == STEPS / 2)
+				cr_assert_eq(va_context_release(&v), 0);
 			if (size[k]) {
 				cr_assert_eq(va_give(&v, addr[k], size[k]), 0);
 				size[k] = 0;
@@ -111,19 +147,93 @@ Test(va_place, no_overlap_and_deterministic)
 						  "overlap at step %d", s);
 			addr[k] = got[run][s] = a;
 		}
+		cr_assert_eq(v.oom, 0);
 		va_fini(&v);
 	}
 	cr_assert_eq(memcmp(got[0], got[1], sizeof got[0]), 0);
 }
 
-/* Through the device: synthetic addresses are 2 MiB pages, top-down. */
+/* Replay one probe sequence from traces/va_probe/va_probe.tsv (a fresh
+ * process each: va_add_context) and count the mallocs whose address,
+ * relative to the sequence's first, the model gives exactly. */
+static int replay_probe(const char *seq, int *total)
+{
+	FILE *f = fopen("traces/va_probe/va_probe.tsv", "r");
+	char line[512], s[64], op[64];
+	unsigned long long size, addr;
+	int step, ok = 0;
+	struct va_space v;
+	enum { MAXLIVE = 1024 };
+	static unsigned long long real[MAXLIVE], sim[MAXLIVE], sz[MAXLIVE];
+	int nlive = 0, have_first = 0;
+	unsigned long long rfirst = 0, sfirst = 0;
+	*total = 0;
+	if (!f)
+		return -1;
+	va_init(&v, 1ull << 32, 1ull << 46);
+	cr_assert_eq(va_add_context(&v), 0);
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%63s %d %63s %llu %llx", s, &step, op, &size, &addr) != 5 ||
+		    strcmp(s, seq))
+			continue;
+		if (!strcmp(op, "malloc")) {
+			unsigned long long n = (size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+			unsigned long long a = va_take(&v, n);
+			if (!have_first) {
+				have_first = 1;
+				rfirst = addr;
+				sfirst = a;
+			}
+			++*total;
+			ok += addr - rfirst == a - sfirst;
+			cr_assert_lt(nlive, MAXLIVE);
+			real[nlive] = addr;
+			sim[nlive] = a;
+			sz[nlive++] = n;
+		} else if (!strcmp(op, "free")) {
+			for (int i = 0; i < nlive; i++)
+				if (real[i] == addr) {
+					cr_assert_eq(va_give(&v, sim[i], sz[i]), 0);
+					real[i] = real[--nlive];
+					sim[i] = sim[nlive];
+					sz[i] = sz[nlive];
+					break;
+				}
+		}
+	}
+	fclose(f);
+	va_fini(&v);
+	return ok;
+}
+
+Test(va_place, probe_sequences_replay_exactly)
+{
+	/* every malloc of these sequences (all 2 MiB multiples): the claim of
+	 * docs/policies.md, "Synthetic addresses" */
+	static const struct { const char *seq; int n; } want[] = {
+		{"churn", 213}, {"interleave", 12}, {"bottom", 5}, {"reuse", 7}, {"smallbig", 207},
+	};
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		int total, ok = replay_probe(want[i].seq, &total);
+		if (ok < 0) {
+			cr_skip_test("traces/va_probe/va_probe.tsv not found");
+			return;
+		}
+		cr_assert_eq(total, want[i].n, "%s: %d mallocs", want[i].seq, total);
+		cr_assert_eq(ok, want[i].n, "%s: %d of %d placed as measured", want[i].seq, ok, total);
+	}
+}
+
+/* Through the device: 2 MiB pages in the context's chunks first. */
 Test(va_place, device_synthetic_pages)
 {
 	struct sim_device *d = device_create(0, DEVICE_ADDR_SYNTHETIC);
-	uint64_t a, b;
+	uint64_t a, b, c;
 	device_malloc(d, 1, 0, &a);
 	device_malloc(d, 3 * MiB, 0, &b);
+	device_malloc(d, 30 * MiB, 0, &c);
 	cr_assert_eq(a % (2 * MiB), 0);
-	cr_assert_eq(b, a - 4 * MiB);
+	cr_assert_eq(b, a + 74 * MiB);  /* the context's 24 MiB range */
+	cr_assert_eq(c, b - 520 * MiB); /* a fresh chunk, 488 MiB below */
 	device_destroy(d);
 }

@@ -27,7 +27,8 @@
  *   vmm        cuMemAddressReserve of 2 MiB .. 1 GiB (with and without an
  *              alignment), cuMemCreate + cuMemMap of 2 MiB granules, mixed
  *              with cudaMalloc: one address space or two
- * Exit 77 when there is no GPU.
+ * Exit 77 when there is no GPU. A run on an H200 (driver 580) ships in
+ * traces/va_probe/; docs/policies.md reads the model off it.
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
