@@ -62,13 +62,22 @@ limit=$(cut -f5 "$tmp/truth.tsv" | sort -u)
 #    memory, no allocation still live at the end (the records other than
 #    a/f/y go too, their time deltas carried to the next kept record, since
 #    allocation ids are ordinals and kernel links would point elsewhere).
+#    Where every kept request is a whole number of 2 MiB granules (XLA's
+#    platform allocator maps granules and CUPTI reports the mapped size),
+#    each is lowered to the smallest size of its granule count, n - 2 MiB
+#    + 1 B, as validate does (sim/validate_truth.c, docs/validation_bfc.md).
 filter='
 NR == FNR {
-	if ($1 == "a") { n1++; if ($6 != 1 && $6 != 2) live[$3] = n1 }
+	if ($1 == "a") { n1++; if ($6 != 1 && $6 != 2) { live[$3] = n1; sz1[n1] = $4 } }
 	else if ($1 == "f" && $6 != 1 && $6 != 2) delete live[$3]
 	next
 }
-FNR == 1 { for (a in live) drop[live[a]] = 1; print; next }
+FNR == 1 {
+	for (a in live) drop[live[a]] = 1
+	granule = 1
+	for (i in sz1) if (!(i in drop) && sz1[i] % 2097152) granule = 0
+	print; next
+}
 $1 == "H" || $1 == "L" { print; next }
 $1 == "end" { print "end " kept " 0"; next }
 $1 ~ /^[afkcmyrpxg]$/ {
@@ -77,9 +86,17 @@ $1 ~ /^[afkcmyrpxg]$/ {
 	keep = 0
 	if ($1 == "a") {
 		n2++
-		if ($6 != 1 && $6 != 2 && !(n2 in drop)) { keep = 1; ok[$3] = 1 }
+		if ($6 != 1 && $6 != 2 && !(n2 in drop)) {
+			keep = 1
+			if (granule && $4 >= 2097152) $4 -= 2097151
+			ok[$3] = $4
+		}
 	} else if ($1 == "f") {
-		if ($6 != 1 && $6 != 2 && ($3 in ok)) { keep = 1; delete ok[$3] }
+		if ($6 != 1 && $6 != 2 && ($3 in ok)) {
+			keep = 1
+			if (granule && $4 > 0) $4 = ok[$3]
+			delete ok[$3]
+		}
 	} else if ($1 == "y")
 		keep = 1
 	if (!keep) { pend = rel ? pend + dt : 0; next }
