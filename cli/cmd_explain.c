@@ -25,6 +25,12 @@ static const struct cli_opt explain_opts[] = {
 	 "peaks without the first step's autotuning"},
 	{"--from-range", "N", "the same from the first range named N"},
 	{"--json", NULL, "one JSON object on stdout instead of the tables"},
+	{"--context", "SIZE",
+	 "device memory outside every allocation (CUDA context, module code,\n"
+	 "library handles) for the nvidia-smi view (default 622MiB, the H200 runs)"},
+	{"--figure", "FILE", "draw the regions/segments held at each peak against the live\n"
+	 "bytes, flagged points marked (.png or .svg; needs gnuplot)"},
+	{"--figure-data", "DIR", "keep the figure's gnuplot script and data in DIR"},
 	CLI_OPT_END,
 };
 
@@ -37,7 +43,12 @@ static void usage(FILE *f)
 		  "activations; gradients; weights and optimizer state; other: kinds as in\n"
 		  "docs/schema.md, peak_live), the policy's rounding, and cached/frag (reserved\n"
 		  "but not allocated). Points where the peak falls while batch grows, or jumps\n"
-		  "more than its neighbours, are flagged with the term that moved most.\n\n",
+		  "more than its neighbours, are flagged with the term that moved most, and,\n"
+		  "where the policy reports its decisions (bfc, pytorch, cuda_async, caching),\n"
+		  "with the mechanism in its own words: the region or segment one batch needed\n"
+		  "that the other did not, why it had that size, what was free when it was\n"
+		  "taken; and what nvidia-smi would show (reserved + memory outside the\n"
+		  "allocator + the CUDA context).\n\n",
 		  explain_opts,
 		  "\nExit status: 0 ok, 1 failure (bad trace: file:line, bad knob), 2 usage.\n");
 }
@@ -49,7 +60,8 @@ int cmd_explain(int argc, char **argv)
 	struct explain_result *res = NULL;
 	size_t np = 0;
 	const char *policy = "pytorch", *conf = NULL, *from_range = NULL;
-	uint64_t capacity = 0;
+	const char *figure = NULL, *figure_data = NULL;
+	uint64_t capacity = 0, context = 0;
 	int json = 0, ret = 1;
 	char err[1536];
 
@@ -73,7 +85,8 @@ int cmd_explain(int argc, char **argv)
 		} else if (!strcmp(o, "--steady")) {
 			from_range = "step 1";
 		} else if (!strcmp(o, "--policy") || !strcmp(o, "--conf") || !strcmp(o, "--capacity") ||
-			   !strcmp(o, "--from-range")) {
+			   !strcmp(o, "--from-range") || !strcmp(o, "--context") ||
+			   !strcmp(o, "--figure") || !strcmp(o, "--figure-data")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "gpumemsim explain: %s needs a value\n", o);
 				return EXIT_USAGE;
@@ -85,7 +98,17 @@ int cmd_explain(int argc, char **argv)
 				from_range = v;
 			else if (!strcmp(o, "--conf"))
 				conf = v;
-			else if (conf_size_with_unit(v, &capacity) < 0 || !capacity) {
+			else if (!strcmp(o, "--figure"))
+				figure = v;
+			else if (!strcmp(o, "--figure-data"))
+				figure_data = v;
+			else if (!strcmp(o, "--context")) {
+				if (conf_size_with_unit(v, &context) < 0 || !context) {
+					fprintf(stderr, "gpumemsim explain: --context '%s': expected a "
+						"size such as 622MiB\n", v);
+					return EXIT_USAGE;
+				}
+			} else if (conf_size_with_unit(v, &capacity) < 0 || !capacity) {
 				fprintf(stderr, "gpumemsim explain: --capacity '%s': expected a size such "
 					"as 80GiB\n", v);
 				return EXIT_USAGE;
@@ -111,8 +134,14 @@ int cmd_explain(int argc, char **argv)
 		fprintf(stderr, "gpumemsim explain: out of memory\n");
 		goto out;
 	}
+	if (figure && plot_format_from_path(figure) < 0) {
+		fprintf(stderr, "gpumemsim explain: --figure %s: the name must end in .png or .svg\n",
+			figure);
+		ret = EXIT_USAGE;
+		goto out;
+	}
 	struct explain_options eo = {.policy = pol, .conf = conf, .capacity = capacity,
-				     .from_range = from_range};
+				     .from_range = from_range, .context = context};
 	int er = explain_batch(paths, np, &eo, res, err, sizeof err);
 	const struct explain_point *p = res->p;
 	const struct explain_step *st = res->st;
@@ -124,6 +153,10 @@ int cmd_explain(int argc, char **argv)
 					"%s; its peak is what fitted\n", p[i].path, policy);
 	if (er < 0) {
 		fprintf(stderr, "gpumemsim explain: %s\n", err);
+		goto out;
+	}
+	if (figure && plot_regions(res, policy, conf, figure, figure_data, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim explain: --figure: %s\n", err);
 		goto out;
 	}
 	if (json) {
@@ -154,6 +187,34 @@ int cmd_explain(int argc, char **argv)
 			for (size_t g = 0; g < p[i].nws; g++)
 				json_kv_u64(&j, p[i].ws[g].name, p[i].ws[g].bytes);
 			json_end_object(&j);
+			const struct explain_mech *x = &p[i].mech;
+			json_kv_u64(&j, "device_peak", x->device_peak);
+			json_kv_u64(&j, "outside_allocator_peak", x->foreign_peak);
+			json_kv_u64(&j, "device_with_context", x->device_peak + x->context);
+			if (x->have) {
+				json_key(&j, "held");
+				json_begin_array(&j);
+				for (size_t h = 0; h < x->nhold; h++) {
+					const struct explain_hold *q = &x->hold[h];
+					json_begin_object(&j);
+					json_kv_string(&j, "what", q->what);
+					json_kv_u64(&j, "nth", q->nth);
+					json_kv_u64(&j, "bytes", q->bytes);
+					json_kv_u64(&j, "live", q->live);
+					json_kv_string(&j, "why", q->why);
+					json_kv_u64(&j, "request", q->request);
+					json_kv_string(&j, "request_range", q->origin);
+					json_kv_u64(&j, "free_then", q->free_then);
+					json_kv_u64(&j, "largest_free_then", q->largest_then);
+					json_kv_u64(&j, "line", q->line);
+					json_end_object(&j);
+				}
+				json_end_array(&j);
+				json_kv_u64(&j, "held_count", x->nheld);
+				json_kv_u64(&j, "held_rest_bytes", x->rest_bytes);
+				json_kv_u64(&j, "releases_before_peak", x->nrel);
+				json_kv_u64(&j, "released_before_peak", x->rel_bytes);
+			}
 			json_end_object(&j);
 		}
 		json_end_array(&j);
@@ -171,6 +232,7 @@ int cmd_explain(int argc, char **argv)
 			json_kv_string(&j, "flag", st[i].flag);
 			json_kv_string(&j, "cause", st[i].cause);
 			json_kv_string(&j, "detail", st[i].detail);
+			json_kv_string(&j, "mechanism", st[i].mechanism);
 			json_end_object(&j);
 		}
 		json_end_array(&j);
@@ -222,6 +284,15 @@ int cmd_explain(int argc, char **argv)
 	printf("\n%zu flagged point(s): FALLS = peak reserved falls while batch grows; JUMP = its "
 	       "slope is more than twice its neighbours'; WS-FALLS = the workspace live at the peak "
 	       "falls while batch grows\n", nflag);
+	if (nflag) {
+		printf("\nmechanism (the policy's own decisions at the peak):\n");
+		for (size_t i = 0; i + 1 < np; i++) {
+			if (!st[i].flag[0])
+				continue;
+			printf("%s %" PRIu64 " -> %" PRIu64 ": %s\n", st[i].flag, p[i].batch, p[i + 1].batch,
+			       st[i].mechanism[0] ? st[i].mechanism : "(the policy reports no decisions)");
+		}
+	}
 	ret = 0;
 out:
 	free(res);

@@ -34,7 +34,7 @@
 #include "plot_int.h"
 
 static const char *const kind_names[PLOT_KIND_COUNT] = {"timeline", "batch", "frag", "compare",
-							 "pareto", "live"};
+							 "pareto", "live", "regions"};
 
 int plot_kind_from_name(const char *name)
 {
@@ -257,6 +257,11 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 	int n, ret = -1, ok = 0, begun = 0;
 	if ((unsigned)req->kind >= PLOT_KIND_COUNT) {
 		snprintf(err, errlen, "unknown figure kind");
+		return -1;
+	}
+	if (req->kind == PLOT_REGIONS) {
+		snprintf(err, errlen, "the regions figure is drawn from replays, not the database: "
+			 "gpumemsim explain batch T1 T2 ... --figure FILE");
 		return -1;
 	}
 	if (plot_format_from_path(req->out) < 0) {

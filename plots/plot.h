@@ -24,6 +24,8 @@ enum plot_kind {
 	PLOT_COMPARE,      /* peak reserved and device allocs per setting vs the floor */
 	PLOT_PARETO,       /* predicted step time against peak reserved, the front per trace */
 	PLOT_LIVE,         /* what is live at the peak, by kind and by layer (NVTX) */
+	PLOT_REGIONS,      /* regions/segments held at each batch's peak (explain batch
+			    * --figure; not from the database) */
 	PLOT_KIND_COUNT
 };
 
@@ -94,5 +96,13 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 
 /* "pytorch expandable_segments:True" or "pytorch (default)", into BUF. */
 const char *plot_run_setting(const struct plot_run *r, char *buf, size_t len);
+
+/* plot_regions.c: the figure of `explain batch --figure OUT`: per batch
+ * size, the ranges the policy held at the peak as stacked bars (in the
+ * order taken; wholly free ones apart), the live bytes then, and the
+ * flagged points with their mechanism. 0, or -1 with ERR. */
+struct explain_result;
+int plot_regions(const struct explain_result *r, const char *policy, const char *conf,
+		 const char *out, const char *data_dir, char *err, size_t errlen);
 
 #endif /* PLOTS_PLOT_H */

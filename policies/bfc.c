@@ -86,6 +86,9 @@ struct bfc_state {
 	/* stats, as memory_stats() names them */
 	uint64_t bytes_in_use, peak_bytes_in_use, peak_pool_bytes;
 	uint64_t largest_alloc_size, num_allocs, num_gc, num_extends;
+	uint64_t last_region;          /* size of the region taken last */
+	policy_decision_fn dec;        /* decisions sink (policy.h), or NULL */
+	void *dec_ctx;
 };
 
 static const struct policy_knob bfc_knobs[] = {
@@ -149,20 +152,42 @@ static void bfc_del_chunk(struct bfc_state *s, uint32_t h)
 
 /* ------------------------------------------------------------ growth */
 
+/* The pool's free space now, into D (policy.h): what could not serve. */
+static void bfc_free_space(const struct bfc_state *s, struct policy_decision *d)
+{
+	uint32_t top = sizeset_largest(ORDSET_NODES(s->chunks), &s->free_set);
+	d->free_bytes = s->total_region_bytes - s->bytes_in_use;
+	d->largest_free = top ? s->chunks[top].size : 0;
+	d->free_blocks = s->free_set.count;
+}
+
 /* TSL's Extend: one more region, sized by the doubling rule. */
-static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream)
+static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream, uint64_t id)
 {
 	uint64_t avail = s->memory_limit - s->total_region_bytes;
 	avail = avail / BFC_MIN_ALLOC * BFC_MIN_ALLOC;
 	if (rounded > avail)
 		return 0;
 	int increased = 0;
+	uint64_t next = s->curr_region_bytes;  /* the rule's next size, before doubling */
 	while (rounded > s->curr_region_bytes) {
 		s->curr_region_bytes *= 2;
 		increased = 1;
 	}
 	uint64_t bytes = s->curr_region_bytes < avail ? s->curr_region_bytes : avail;
-	uint64_t addr = 0;
+	uint64_t addr = 0, planned = bytes;
+	struct policy_decision d = {.kind = POLICY_DEC_GROW, .what = "region"};
+	if (s->dec) {
+		d.why = bytes < s->curr_region_bytes ? "the room left under the limit"
+			: !s->nregions && !increased ? (s->allow_growth ? "the first region's size"
+							: "the whole limit")
+			: increased ? "doubled until the request fit"
+			: next == 2 * s->last_region ? "twice the last region" : "the next region size";
+		d.request = rounded;
+		d.req_id = id;
+		d.prev_bytes = next;
+		bfc_free_space(s, &d);
+	}
 	int ok = device_malloc(s->dev, bytes, stream, &addr) == DEVICE_OK;
 	if (!ok && !s->started_backpedal) {
 		s->started_backpedal = 1;
@@ -189,6 +214,16 @@ static int bfc_extend(struct bfc_state *s, uint64_t rounded, uint32_t stream)
 	if (s->total_region_bytes > s->peak_pool_bytes)
 		s->peak_pool_bytes = s->total_region_bytes;
 	s->num_extends++;
+	s->last_region = bytes;
+	if (s->dec) {
+		if (bytes != planned)
+			d.why = "0.9x back-off after a failed device allocation";
+		d.addr = addr;
+		d.bytes = bytes;
+		d.held = s->total_region_bytes;
+		d.count = s->nregions;
+		s->dec(s->dec_ctx, &d);
+	}
 	return 1;
 undo:
 	device_free(s->dev, addr, bytes);
@@ -204,6 +239,13 @@ static void bfc_drop_region(struct bfc_state *s, uint32_t i)
 	bfc_del_chunk(s, h);
 	device_free(s->dev, r->ptr, r->size);
 	s->total_region_bytes -= r->size;
+	if (s->dec) {
+		struct policy_decision d = {
+			.kind = POLICY_DEC_RELEASE, .what = "region",
+			.why = "garbage collection: wholly free before an OOM", .addr = r->ptr,
+			.bytes = r->size, .held = s->total_region_bytes, .count = s->nregions - 1};
+		s->dec(s->dec_ctx, &d);
+	}
 	/* keep creation order; renumber the chunks of later regions */
 	memmove(r, r + 1, (size_t)(s->nregions - i - 1) * sizeof *r);
 	s->nregions--;
@@ -279,9 +321,10 @@ static int bfc_alloc(void *st, const struct alloc_request *req, struct alloc_res
 		return POLICY_OOM;
 	if (bfc_find(s, rounded, res))
 		return POLICY_OK;
-	if (bfc_extend(s, rounded, req->stream) && bfc_find(s, rounded, res))
+	if (bfc_extend(s, rounded, req->stream, req->id) && bfc_find(s, rounded, res))
 		return POLICY_OK;
-	if (bfc_gc(s, rounded) && bfc_extend(s, rounded, req->stream) && bfc_find(s, rounded, res))
+	if (bfc_gc(s, rounded) && bfc_extend(s, rounded, req->stream, req->id) &&
+	    bfc_find(s, rounded, res))
 		return POLICY_OK;
 	return POLICY_OOM;
 }
@@ -448,6 +491,23 @@ static void bfc_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "free_chunks", (int64_t)s->free_set.count);
 }
 
+/* The decisions hook (policy.h): regions taken and given back; the limit
+ * as the standing rule. */
+static void bfc_decisions(void *st, policy_decision_fn fn, void *ctx)
+{
+	struct bfc_state *s = st;
+	s->dec = fn;
+	s->dec_ctx = ctx;
+	if (fn) {
+		struct policy_decision d = {
+			.kind = POLICY_DEC_RULE, .what = "limit",
+			.why = s->allow_growth ? "memory limit; regions from 2 MiB, doubling"
+					       : "memory limit; one region of the whole limit",
+			.bytes = s->memory_limit, .held = s->total_region_bytes, .count = s->nregions};
+		fn(ctx, &d);
+	}
+}
+
 static void bfc_fini(void *st)
 {
 	struct bfc_state *s = st;
@@ -471,4 +531,5 @@ const struct alloc_policy policy_bfc = {
 	.free = bfc_free,
 	.stats = bfc_stats,
 	.fini = bfc_fini,
+	.decisions = bfc_decisions,
 };

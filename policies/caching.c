@@ -31,6 +31,11 @@ struct caching_state {
 	char at[256];                 /* "" = none */
 	uint64_t release_threshold;   /* 0 = none */
 	uint64_t allocated, steps, empties;
+	/* decisions (policy.h): passed on from the inner policy, its releases
+	 * named by the rule that asked for them */
+	policy_decision_fn dec;
+	void *dec_ctx;
+	const char *rule;             /* the rule emptying the cache now, or NULL */
 };
 
 static const struct policy_knob caching_knobs[] = {
@@ -42,10 +47,12 @@ static const struct policy_knob caching_knobs[] = {
 	{NULL, NULL, NULL},
 };
 
-static void empty(struct caching_state *s)
+static void empty(struct caching_state *s, const char *rule)
 {
+	s->rule = rule;
 	if (s->inner->control)
 		s->inner->control(s->ist, POLICY_CTL_EMPTY_CACHE, 0);
+	s->rule = NULL;
 	s->empties++;
 }
 
@@ -141,7 +148,7 @@ static void caching_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t
 	s->inner->free(s->ist, addr, block_bytes, stream);
 	s->allocated -= block_bytes <= s->allocated ? block_bytes : s->allocated;
 	if (s->cache_limit && device_reserved(s->dev) > s->allocated + s->cache_limit)
-		empty(s);
+		empty(s, "cache_limit rule: empty_cache after a free");
 }
 
 /* "NAME" or "NAME <anything>" */
@@ -158,11 +165,11 @@ static void caching_control(void *st, enum policy_control ctl, uint64_t arg)
 	case POLICY_CTL_STEP:
 		s->steps++;
 		if (s->every && s->steps % s->every == 0)
-			empty(s);
+			empty(s, "empty_cache_every rule: empty_cache at a step");
 		break;
 	case POLICY_CTL_NVTX_END:
 		if (s->at[0] && name_matches(s->at, (const char *)(uintptr_t)arg))
-			empty(s);
+			empty(s, "empty_cache_at rule: empty_cache at a range end");
 		return; /* the inner policy never asked for NVTX events */
 	case POLICY_CTL_NVTX_BEGIN:
 		return;
@@ -170,7 +177,7 @@ static void caching_control(void *st, enum policy_control ctl, uint64_t arg)
 		if (s->release_threshold && device_reserved(s->dev) > s->release_threshold) {
 			if (s->inner->control)
 				s->inner->control(s->ist, ctl, arg);
-			empty(s);
+			empty(s, "release_threshold rule: empty_cache at a sync");
 			return;
 		}
 		break;
@@ -188,6 +195,29 @@ static void caching_stats(void *st, policy_stat_fn emit, void *ctx)
 		s->inner->stats(s->ist, emit, ctx);
 	emit(ctx, "caching.empty_cache_calls", (int64_t)s->empties);
 	emit(ctx, "caching.steps", (int64_t)s->steps);
+}
+
+/* The inner policy's decisions, a release by a rule named by it. */
+static void caching_sink(void *ctx, const struct policy_decision *d)
+{
+	struct caching_state *s = ctx;
+	if (s->rule && d->kind == POLICY_DEC_RELEASE) {
+		struct policy_decision r = *d;
+		r.why = s->rule;
+		s->dec(s->dec_ctx, &r);
+		return;
+	}
+	s->dec(s->dec_ctx, d);
+}
+
+/* The decisions hook (policy.h): the inner policy's, when it has one. */
+static void caching_decisions(void *st, policy_decision_fn fn, void *ctx)
+{
+	struct caching_state *s = st;
+	s->dec = fn;
+	s->dec_ctx = ctx;
+	if (s->inner->iversion >= 2 && s->inner->decisions)
+		s->inner->decisions(s->ist, fn ? caching_sink : NULL, fn ? s : NULL);
 }
 
 static void caching_fini(void *st)
@@ -213,4 +243,5 @@ const struct alloc_policy policy_caching = {
 	.stats = caching_stats,
 	.fini = caching_fini,
 	.flags = POLICY_F_NVTX,
+	.decisions = caching_decisions,
 };

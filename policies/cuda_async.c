@@ -83,7 +83,26 @@ struct ca_state {
 	uint64_t mapped_pages, busy_pages;
 	uint64_t used, used_high, reserved_high;
 	uint64_t trims, syncs;
+	/* decisions (policy.h): the sink, the request being mapped for, why
+	 * the trim under way happens */
+	policy_decision_fn dec;
+	void *dec_ctx;
+	struct policy_decision grow;
+	const char *trim_why;
 };
+
+/* Report a decision about [A, A + N) pages (policy.h). */
+static void ca_report(struct ca_state *s, enum policy_decision_kind kind, uint64_t a, uint64_t n)
+{
+	struct policy_decision d = {.kind = kind, .what = "trim", .why = s->trim_why};
+	if (kind == POLICY_DEC_GROW)
+		d = s->grow;
+	d.addr = a;
+	d.bytes = n;
+	d.held = s->mapped_pages * CA_PAGE;
+	d.count = s->mapped_pages;
+	s->dec(s->dec_ctx, &d);
+}
 
 static const struct policy_knob ca_knobs[] = {
 	{"release_threshold", "<bytes|size>",
@@ -254,8 +273,12 @@ static void ca_trim(struct ca_state *s, uint64_t keep)
 			run_lo = p;
 			run_n++;
 		} else {
-			if (run_n)
+			if (run_n) {
 				device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
+				if (s->dec)
+					ca_report(s, POLICY_DEC_RELEASE, s->base + run_lo * CA_PAGE,
+						  run_n * CA_PAGE);
+			}
 			run_lo = p;
 			run_n = 1;
 		}
@@ -263,6 +286,8 @@ static void ca_trim(struct ca_state *s, uint64_t keep)
 	if (run_n) {
 		device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
 		s->trims++;
+		if (s->dec)
+			ca_report(s, POLICY_DEC_RELEASE, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
 	}
 }
 
@@ -285,6 +310,8 @@ static int ca_map(struct ca_state *s, uint64_t a, uint64_t size, uint32_t stream
 			ca_set_idle(s, i, 1);   /* idle until the users are counted */
 		}
 		s->mapped_pages += q - p + 1;
+		if (s->dec)
+			ca_report(s, POLICY_DEC_GROW, s->base + p * CA_PAGE, (q - p + 1) * CA_PAGE);
 		p = q + 1;
 	}
 	return 0;
@@ -335,9 +362,23 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 	}
 	if (ca_pages_cover(s, (a + size - 1 - s->base) / CA_PAGE) < 0)
 		return POLICY_OOM;
+	if (s->dec) {
+		struct policy_decision *d = &s->grow;
+		uint32_t top = sizeset_largest(ORDSET_NODES(s->segs), &s->global);
+		memset(d, 0, sizeof *d);
+		d->kind = POLICY_DEC_GROW;
+		d->what = "map";
+		d->why = from_top ? "no free range fits: the pool's top" : "pages of a free range unmapped";
+		d->request = size;
+		d->req_id = req->id;
+		d->free_bytes = (s->mapped_pages - s->busy_pages) * CA_PAGE;
+		d->largest_free = top ? s->segs[top].units * CA_ROUND : 0;
+		d->free_blocks = s->global.count;
+	}
 	if (cap) {
 		uint64_t need = ca_unmapped(s, a, size) * CA_PAGE;
 		if (device_reserved(s->dev) + need > cap) {
+			s->trim_why = "trim to 0 before mapping past the capacity";
 			ca_trim(s, 0);
 			need = ca_unmapped(s, a, size) * CA_PAGE;
 			if (device_reserved(s->dev) + need > cap)
@@ -427,6 +468,8 @@ static void ca_control(void *st, enum policy_control ctl, uint64_t arg)
 	if (ctl == POLICY_CTL_SYNC || ctl == POLICY_CTL_EMPTY_CACHE) {
 		s->syncs++;
 		ca_publish(s);
+		s->trim_why = ctl == POLICY_CTL_SYNC ? "above the release threshold at a sync"
+						     : "empty_cache (trim to 0)";
 		ca_trim(s, ctl == POLICY_CTL_SYNC ? s->release_threshold : 0);
 	}
 }
@@ -481,6 +524,22 @@ static void ca_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "num_trims", (int64_t)s->trims);
 }
 
+/* The decisions hook (policy.h): pages mapped for a request, trims; the
+ * release threshold as the standing rule. */
+static void ca_decisions(void *st, policy_decision_fn fn, void *ctx)
+{
+	struct ca_state *s = st;
+	s->dec = fn;
+	s->dec_ctx = ctx;
+	if (fn) {
+		struct policy_decision d = {
+			.kind = POLICY_DEC_RULE, .what = "release_threshold",
+			.why = "reserved bytes kept across a sync (cudaMemPoolAttrReleaseThreshold)",
+			.bytes = s->release_threshold, .held = s->mapped_pages * CA_PAGE};
+		fn(ctx, &d);
+	}
+}
+
 static void ca_fini(void *st)
 {
 	struct ca_state *s = st;
@@ -509,4 +568,5 @@ const struct alloc_policy policy_cuda_async = {
 	.control = ca_control,
 	.stats = ca_stats,
 	.fini = ca_fini,
+	.decisions = ca_decisions,
 };

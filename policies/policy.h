@@ -22,7 +22,10 @@
 #include "../device/device.h"
 #include "../traces/trace.h"
 
-#define POLICY_IFACE_VERSION 1
+/* 2 added the optional decisions hook; the engine still runs version 1
+ * policies (it reads no member past flags from them). */
+#define POLICY_IFACE_VERSION 2
+#define POLICY_IFACE_MIN_VERSION 1
 
 /* alloc() results. */
 #define POLICY_OK 0
@@ -62,6 +65,46 @@ enum policy_control {
 /* Stats sink: a policy emits its own figures under the framework's names. */
 typedef void (*policy_stat_fn)(void *ctx, const char *name, int64_t value);
 
+/*
+ * Decisions (optional, POLICY_IFACE_VERSION >= 2): a policy that implements
+ * alloc_policy.decisions reports each time it takes device memory or gives
+ * it back, with the rule that chose the size and what it held free at that
+ * moment, so that a caller can name the mechanism behind a peak (`explain
+ * batch`) instead of inferring it from totals. Reporting changes nothing in
+ * the replay. what/why are static strings (valid for the whole run).
+ */
+enum policy_decision_kind {
+	POLICY_DEC_GROW = 0,   /* device memory taken: a region, a segment, pages mapped */
+	POLICY_DEC_RELEASE,    /* device memory given back */
+	POLICY_DEC_RULE,       /* a standing rule, reported when the hook is set:
+				* a memory limit, a release threshold (BYTES) */
+};
+
+struct policy_decision {
+	enum policy_decision_kind kind;
+	const char *what;      /* "region", "segment", "map", "unmap", "trim", "limit",
+				* "release_threshold", ... */
+	const char *why;       /* the rule, e.g. "twice the last region",
+				* "doubled until the request fit", "no cached block fits",
+				* "empty_cache", "garbage collection" */
+	uint64_t addr, bytes;  /* the device range taken or given back (RULE: the value) */
+	uint64_t held;         /* device bytes the policy holds after it */
+	uint64_t count;        /* regions / segments / mapped ranges held after it */
+	/* GROW: the request that forced it (0 when none), and what the policy
+	 * held free at that moment that could not serve it */
+	uint64_t request;      /* its bytes as the policy rounds them */
+	uint64_t req_id;       /* its trace allocation id */
+	uint64_t free_bytes;   /* free bytes then (the request's pool and stream) */
+	uint64_t largest_free; /* the largest free block / chunk then */
+	uint64_t free_blocks;  /* free blocks / chunks then */
+	uint64_t prev_bytes;   /* bfc: the size rule's next region size before this
+				* growth (twice the last, or the last when that one
+				* had doubled to fit), else 0 */
+};
+
+/* Decision sink: CTX as given to the hook. */
+typedef void (*policy_decision_fn)(void *ctx, const struct policy_decision *d);
+
 /* A knob, for --help and error messages. */
 struct policy_knob {
 	const char *name;     /* exactly as the framework spells it */
@@ -100,6 +143,11 @@ struct alloc_policy {
 	void (*fini)(void *st);
 	/* Optional: POLICY_F_* bits (0 = none). */
 	unsigned flags;
+	/* Optional (iversion >= 2; NULL = reports nothing): from now on report
+	 * every growth/release decision to FN with CTX (FN NULL: stop). Called
+	 * after a successful init, before the first request; a policy may
+	 * report its standing rules (POLICY_DEC_RULE) from inside the call. */
+	void (*decisions)(void *st, policy_decision_fn fn, void *ctx);
 };
 
 /* The engine forwards NVTX range begins/ends (POLICY_CTL_NVTX_*) only to

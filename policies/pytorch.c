@@ -528,6 +528,23 @@ static uint64_t pt_allocation_size(uint64_t size)
 
 /* --------------------------------------------------------- segments */
 
+/* Report a decision (policy.h) about [ADDR, ADDR + BYTES): a GROW carries
+ * the request in s->grow. */
+static void report(struct pytorch_state *s, enum policy_decision_kind kind, const char *what,
+		   uint64_t addr, uint64_t bytes)
+{
+	struct policy_decision d = {.kind = kind, .why = s->rel_why};
+	if (kind == POLICY_DEC_GROW)
+		d = s->grow;
+	d.kind = kind;
+	d.what = what;
+	d.addr = addr;
+	d.bytes = bytes;
+	d.held = s->total_reserved;
+	d.count = s->num_device_alloc - s->num_device_free;
+	s->dec(s->dec_ctx, &d);
+}
+
 /* cudaFree of a whole unsplit cached block (release_block). */
 static void release_block(struct pytorch_state *s, struct pt_block *b)
 {
@@ -536,6 +553,8 @@ static void release_block(struct pytorch_state *s, struct pt_block *b)
 	s->total_reserved -= b->size;
 	stat_sub(&s->reserved, b->size);
 	s->num_device_free++;
+	if (s->dec)
+		report(s, POLICY_DEC_RELEASE, "segment", b->addr, b->size);
 	block_delete(s, b);
 }
 
@@ -560,6 +579,8 @@ static int alloc_segment(struct pytorch_state *s, uint64_t alloc_size, uint32_t 
 	s->total_reserved += alloc_size;
 	stat_add(&s->reserved, alloc_size);
 	s->num_device_alloc++;
+	if (s->dec)
+		report(s, POLICY_DEC_GROW, "segment", addr, alloc_size);
 	*out = b;
 	return 0;
 }
@@ -632,6 +653,8 @@ static int map_block(struct pytorch_state *s, struct pt_block *b, uint64_t bytes
 	s->total_reserved += msize;
 	stat_add(&s->reserved, msize);
 	s->num_device_alloc++;
+	if (s->dec)
+		report(s, POLICY_DEC_GROW, "map", maddr, msize);
 	return 0;
 }
 
@@ -771,6 +794,8 @@ static void unmap_block(struct pytorch_state *s, struct pt_block *b)
 	s->total_reserved -= usize;
 	stat_sub(&s->reserved, usize);
 	s->num_device_free++;
+	if (s->dec)
+		report(s, POLICY_DEC_RELEASE, "unmap", uaddr, usize);
 }
 
 /* ---------------------------------------------------------- releases */
@@ -849,6 +874,16 @@ static int release_available(struct pytorch_state *s, struct pt_pool *p, uint32_
 	}
 	release_block(s, it);
 	return 1;
+}
+
+/* release_available with its releases named. */
+static int release_oversize(struct pytorch_state *s, struct pt_pool *p, uint32_t stream,
+			    uint64_t size)
+{
+	s->rel_why = "oversize cached blocks freed for a request (max_split_size)";
+	int r = release_available(s, p, stream, size);
+	s->rel_why = NULL;
+	return r;
 }
 
 /* garbage_collect_cached_blocks: above threshold x allowed, free unsplit
@@ -941,6 +976,42 @@ static int should_split(const struct pytorch_state *s, const struct pt_block *b,
 	return 0;
 }
 
+/* The free blocks of pool P on STREAM: bytes, the largest, how many. */
+static void pool_free_space(const struct pt_pool *p, uint32_t stream, uint64_t *bytes,
+			    uint64_t *largest, uint64_t *count)
+{
+	*bytes = *largest = *count = 0;
+	for (size_t i = 0; i < p->nsx; i++) {
+		const struct pt_sidx *x = p->sx[i];
+		if (!x || x->stream != stream)
+			continue;
+		for (uint32_t c = sidx_class_from(x, 0); c < PT_NCLS; c = sidx_class_from(x, c + 1))
+			for (struct pt_block *b = tr_first(x->root[c]); b; b = tr_next(b)) {
+				if (b->size > *largest)
+					*largest = b->size;
+				*bytes += b->size;
+				(*count)++;
+			}
+	}
+}
+
+/* What a segment (or mapping) about to be taken for a request of SIZE
+ * reports: the request, the cached blocks that could not serve it, and
+ * why not (s->grow; policy.h). */
+static void grow_context(struct pytorch_state *s, const struct pt_pool *p, uint32_t stream,
+			 uint64_t size, uint64_t id)
+{
+	struct policy_decision *d = &s->grow;
+	memset(d, 0, sizeof *d);
+	d->request = size;
+	d->req_id = id;
+	pool_free_space(p, stream, &d->free_bytes, &d->largest_free, &d->free_blocks);
+	d->why = !d->free_blocks ? (p->small ? "nothing cached in the small pool"
+					     : "nothing cached in the large pool")
+		 : d->largest_free >= size ? "cached blocks too large to split (max_split_size)"
+		 : "no cached block large enough";
+}
+
 static int pt_alloc(void *st, const struct alloc_request *req, struct alloc_result *res)
 {
 	struct pytorch_state *s = st;
@@ -954,14 +1025,22 @@ static int pt_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 
 	struct pt_block *b = get_free_block(s, p, stream, size);
 	if (!b) {
-		if (s->set_fraction && s->gc_threshold > 0.0)
+		if (s->dec)
+			grow_context(s, p, stream, size, req->id);
+		if (s->set_fraction && s->gc_threshold > 0.0) {
+			s->rel_why = "garbage collection (garbage_collection_threshold)";
 			garbage_collect(s);
+		}
 		for (int attempt = 0; attempt < 3 && !b; attempt++) {
-			if (attempt == 1 && !release_available(s, p, stream, size))
+			if (attempt == 1 && !release_oversize(s, p, stream, size))
 				continue;
+			if (attempt == 1)
+				s->grow.why = "after freeing oversize cached blocks (max_split_size)";
 			if (attempt == 2) {
+				s->rel_why = "OOM retry: the whole cache freed";
 				release_cached(s);
 				s->num_alloc_retries++;
+				s->grow.why = "after freeing the whole cache (OOM retry)";
 			}
 			if (s->set_fraction && s->total_reserved + alloc_size > s->allowed)
 				continue;
@@ -1036,8 +1115,48 @@ static void pt_control(void *st, enum policy_control ctl, uint64_t arg)
 {
 	struct pytorch_state *s = st;
 	(void)arg;
-	if (ctl == POLICY_CTL_EMPTY_CACHE)
+	if (ctl == POLICY_CTL_EMPTY_CACHE) {
+		s->rel_why = "empty_cache";
 		release_cached(s);
+	}
+}
+
+/* The decisions hook (policy.h): segments cudaMalloc'd after a failed
+ * best fit, with the cached blocks that could not serve; expandable maps
+ * and unmaps; every release (empty_cache, GC, oversize, OOM retry). The
+ * limits in force are the standing rules. */
+void pt_decisions(void *st, policy_decision_fn fn, void *ctx)
+{
+	struct pytorch_state *s = st;
+	s->dec = fn;
+	s->dec_ctx = ctx;
+	if (!fn)
+		return;
+	struct policy_decision d = {.kind = POLICY_DEC_RULE, .held = s->total_reserved};
+	if (s->set_fraction) {
+		d.what = "limit";
+		d.why = "set_per_process_memory_fraction";
+		d.bytes = s->allowed;
+		fn(ctx, &d);
+	}
+	if (s->set_fraction && s->gc_threshold > 0.0) {
+		d.what = "gc_threshold";
+		d.why = "garbage_collection_threshold x the limit";
+		d.bytes = (uint64_t)(s->gc_threshold * (double)s->allowed);
+		fn(ctx, &d);
+	}
+	if (s->max_split != PT_UNLIMITED) {
+		d.what = "max_split_size";
+		d.why = "larger cached blocks are not split";
+		d.bytes = s->max_split;
+		fn(ctx, &d);
+	}
+	if (s->expandable) {
+		d.what = "expandable_segments";
+		d.why = "pages of one virtual range per stream and pool";
+		d.bytes = PT_LARGE_BUFFER;
+		fn(ctx, &d);
+	}
 }
 
 /* Largest free block and all cached free bytes, for the engine's OOM report. */
@@ -1093,4 +1212,5 @@ const struct alloc_policy policy_pytorch = {
 	.control = pt_control,
 	.stats = pt_stats,
 	.fini = pt_fini,
+	.decisions = pt_decisions,
 };

@@ -117,12 +117,20 @@ struct pytorch_state {
 	uint64_t num_device_alloc, num_device_free, num_alloc_retries, num_ooms;
 	uint64_t num_allocs, num_frees, num_gc_frees;
 	int oom_error;                /* host allocation failure: stop politely */
+	/* decisions (policy.h): the sink, the segment/map being decided (its
+	 * request and the free blocks that could not serve it), and why the
+	 * releases under way happen */
+	policy_decision_fn dec;
+	void *dec_ctx;
+	struct policy_decision grow;
+	const char *rel_why;
 };
 
 #define BLOCKS_PER_CHUNK 4096   /* blocks come from chunks of this many */
 
 /* pytorch.c */
 void pool_free_index(struct pt_pool *p);
+void pt_decisions(void *st, policy_decision_fn fn, void *ctx);
 int ilog2_u64(uint64_t v);
 
 /* pytorch_init.c */

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "../device/cost.h"
+#include "decisions.h"
 #include "event_queue.h"
 #include "../base/u64map.h"
 #include "../base/vec.h"
@@ -871,6 +872,8 @@ static int replay_one(struct engine *e, const struct eng_rec *er, char *err, siz
 		e->host_end = e->gpu_end = e->trace_end = rec->start;
 		e->last_start = rec->start;
 	}
+	if (e->o->decisions)
+		e->o->decisions->line = rec->line;
 	if (e->cost) {
 		/* a faster (or slower) host: every recorded interval shrinks
 		 * (grows) by the same factor */
@@ -1069,9 +1072,9 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 		snprintf(err, errlen, "sim_run: no policy or no trace");
 		goto out;
 	}
-	if (e.pol->iversion != POLICY_IFACE_VERSION) {
-		snprintf(err, errlen, "policy %s: interface version %d (this engine runs %d)",
-			 e.pol->name, e.pol->iversion, POLICY_IFACE_VERSION);
+	if (e.pol->iversion < POLICY_IFACE_MIN_VERSION || e.pol->iversion > POLICY_IFACE_VERSION) {
+		snprintf(err, errlen, "policy %s: interface version %d (this engine runs %d to %d)",
+			 e.pol->name, e.pol->iversion, POLICY_IFACE_MIN_VERSION, POLICY_IFACE_VERSION);
 		goto out;
 	}
 	e.rd = trace_reader_open(o->trace_path);
@@ -1111,6 +1114,8 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 		goto out;
 	}
 	e.pol_live = 1;
+	if (o->decisions && e.pol->iversion >= 2 && e.pol->decisions)
+		e.pol->decisions(e.st, sim_decisions_sink, o->decisions);
 	e.cost = o->cost;
 	e.nvtx = e.pol->control && (e.pol->flags & POLICY_F_NVTX);
 	e.rng_min = UINT64_MAX;

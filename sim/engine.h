@@ -20,6 +20,8 @@
 #include "../policies/policy.h"
 #include "../device/device.h"
 
+struct sim_decisions;
+
 /*
  * Where allocations the framework's allocator never served go. DEVICE: a
  * device (kind 3) allocation whose source does not contain the allocator's
@@ -58,6 +60,9 @@ struct sim_options {
 	const char *allocator_source;   /* overrides the label's SUBSTR; may be NULL */
 	int peak_items;                 /* also list every allocation live at the peak
 					 * (sim_result.peak_item; `explain batch`) */
+	struct sim_decisions *decisions;/* optional: log the policy's growth/release
+					 * decisions here (sim/decisions.h), when it
+					 * reports them; NULL = off */
 };
 
 struct sim_timeline_point {

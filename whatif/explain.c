@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../base/size.h"
+#include "../sim/decisions.h"
 #include "../sim/engine.h"
 #include "batch_fit_int.h"
 
@@ -185,8 +186,8 @@ static int cmp_group(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* The site of T allocated at LINE, or NO_IDX. */
-static size_t site_at(const struct bf_trace *t, uint64_t line)
+/* The site of T allocated at LINE, or NO_IDX (explain.h). */
+size_t explain_site_at(const struct bf_trace *t, uint64_t line)
 {
 	size_t lo = 0, hi = t->nalloc;
 	while (lo < hi) {
@@ -215,7 +216,7 @@ static void split(struct explain_point *p, const struct bf_trace *t, const struc
 	p->first_reach = m->first_reach;
 	for (size_t i = 0; i < m->res.npeak_item; i++) {
 		const struct sim_live_item *it = &m->res.peak_item[i];
-		size_t s = site_at(t, it->line);
+		size_t s = explain_site_at(t, it->line);
 		uint64_t req = s == NO_IDX ? it->block : t->rec[t->alloc_rec[s]].u.mem.bytes;
 		if (req > it->block)
 			req = it->block; /* a block is never short of its request */
@@ -250,7 +251,11 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 	uint64_t capacity = opt->capacity;
 	char tmp[1024] = "";
 	int ret = -1;
+	/* the policy's decisions, when it reports them (explain_mech.c) */
+	struct sim_decisions log;
+	int have_dec = pol && pol->iversion >= 2 && pol->decisions;
 
+	sim_decisions_init(&log);
 	memset(res, 0, sizeof *res);
 	if (n < 2 || n > EXPLAIN_MAX_POINTS) {
 		snprintf(err, errlen, "needs 2 to %d traces of a batch sweep", EXPLAIN_MAX_POINTS);
@@ -273,6 +278,7 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 		struct sim_options o = {
 			.trace_path = from_range ? tmp : p[i].path, .policy = pol, .conf = conf, .capacity = capacity,
 			.addr_mode = DEVICE_ADDR_SYNTHETIC, .timeline_points = 8,
+			.decisions = have_dec ? &log : NULL,
 		};
 		int sr = explain_replay(&o, &m, err, errlen);
 		if (tmp[0]) {
@@ -282,8 +288,11 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 		if (sr == 0) {
 			p[i].oom = m.oom ? 1 : 0; /* the caller warns: its peak is what fitted */
 			split(&p[i], t, &m);
+			explain_mech_point(&p[i], t, have_dec ? &log : NULL, &m,
+					   opt->context ? opt->context : EXPLAIN_CONTEXT);
 		}
 		sim_result_free(&m.res);
+		free(m.live);
 		bf_free(t);
 		if (sr < 0)
 			goto out;
@@ -321,7 +330,9 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 		if (s->d[EX_RESERVED] >= 0 && s->d[EX_WORKSPACE] < 0)
 			ws_falls(&p[i], &p[i + 1], s);
 	}
+	explain_mech_steps(res, pol->name);
 	ret = 0;
 out:
+	sim_decisions_free(&log);
 	return ret;
 }

@@ -22,6 +22,13 @@
  * its classified live set (sim_options.peak_items) is taken there. The byte
  * is returned before the policy is called again, so the policy sees the
  * device as in the first replay (only later synthetic addresses move).
+ *
+ * With sim_options.decisions set (the policy's decision log, for naming the
+ * mechanism: explain_mech.c), the wrapper passes the decisions hook on,
+ * notes how many decisions were made up to the moment, and in the replay
+ * that marks the moment (or one more replay, when the first moment was the
+ * one) keeps the blocks live there, by address, to tell how full each
+ * region or segment was. None of it changes the moment or the split.
  */
 #include "explain.h"
 
@@ -29,16 +36,26 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <stdlib.h>
+
+#include "../base/u64map.h"
+#include "../sim/decisions.h"
 #include "../sim/engine.h"
 
 /* What one wrapped replay shares with its wrapper. */
 struct xm_ctx {
 	const struct alloc_policy *inner;
 	uint64_t mark_call;            /* hold the marker after this call; 0: never */
+	uint64_t snap_call;            /* keep the live blocks after this call; 0: never */
+	struct sim_decisions *log;     /* the decision log, or NULL */
 	/* found */
 	uint64_t calls;
 	uint64_t best_res, best_alloc, best_call, first_call;
+	size_t best_dec, first_dec;    /* decisions made up to those moments */
 	int marked, mark_failed;
+	struct explain_block *snap;    /* the live blocks after snap_call */
+	size_t nsnap;
+	int snapped;
 };
 
 /* The policy interface passes a policy no context but its state, which
@@ -50,6 +67,7 @@ struct xm_state {
 	struct xm_ctx *c;
 	struct sim_device *dev;
 	uint64_t allocated;
+	struct u64map live;            /* addr -> block bytes (only with snap_call) */
 	uint64_t marker;               /* device address of the held byte */
 	int holding;
 	alignas(max_align_t) unsigned char inner[];
@@ -70,11 +88,21 @@ static void xm_level(struct xm_state *w)
 	struct xm_ctx *c = w->c;
 	uint64_t res = device_reserved(w->dev), n = ++c->calls;
 	if (res > c->best_res || (res == c->best_res && w->allocated > c->best_alloc)) {
-		if (res > c->best_res)
+		if (res > c->best_res) {
 			c->first_call = n;
+			c->first_dec = c->log ? c->log->n : 0;
+		}
 		c->best_res = res;
 		c->best_alloc = w->allocated;
 		c->best_call = n;
+		c->best_dec = c->log ? c->log->n : 0;
+	}
+	if (n == c->snap_call && !c->snapped) {
+		c->snapped = 1;
+		c->snap = w->live.count ? malloc(w->live.count * sizeof *c->snap) : NULL;
+		for (size_t i = 0; c->snap && i < w->live.cap; i++)
+			if (w->live.keys[i] != U64MAP_EMPTY)
+				c->snap[c->nsnap++] = (struct explain_block){w->live.keys[i], w->live.vals[i]};
 	}
 	if (n == c->mark_call) {
 		if (device_malloc(w->dev, 1, 0, &w->marker) == DEVICE_OK)
@@ -90,7 +118,11 @@ static int xm_init(void *st, const char *conf, const struct policy_env *env, cha
 	struct xm_state *w = st;
 	w->c = xm_next;
 	w->dev = env->dev;
-	return w->c->inner->init(w->inner, conf, env, err, errlen);
+	u64map_init(&w->live);
+	int rc = w->c->inner->init(w->inner, conf, env, err, errlen);
+	if (rc < 0)
+		u64map_free(&w->live);
+	return rc;
 }
 
 static int xm_alloc(void *st, const struct alloc_request *req, struct alloc_result *res)
@@ -100,6 +132,8 @@ static int xm_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 	int rc = w->c->inner->alloc(w->inner, req, res);
 	if (rc == POLICY_OK)
 		w->allocated += res->block_bytes;
+	if (rc == POLICY_OK && w->c->snap_call && u64map_put(&w->live, res->addr, res->block_bytes) < 0)
+		w->c->snap_call = 0; /* out of memory: no snapshot */
 	xm_level(w);
 	return rc;
 }
@@ -109,6 +143,8 @@ static void xm_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 	struct xm_state *w = st;
 	xm_unmark(w);
 	w->allocated -= block_bytes;
+	if (w->c->snap_call)
+		u64map_del(&w->live, addr, NULL);
 	w->c->inner->free(w->inner, addr, block_bytes, stream);
 	xm_level(w);
 }
@@ -139,10 +175,17 @@ static int xm_prepass_done(void *st, char *err, size_t errlen)
 	return w->c->inner->prepass_done(w->inner, err, errlen);
 }
 
+static void xm_decisions(void *st, policy_decision_fn fn, void *ctx)
+{
+	struct xm_state *w = st;
+	w->c->inner->decisions(w->inner, fn, ctx);
+}
+
 static void xm_fini(void *st)
 {
 	struct xm_state *w = st;
 	xm_unmark(w);
+	u64map_free(&w->live);
 	w->c->inner->fini(w->inner);
 }
 
@@ -161,11 +204,15 @@ static int xm_run(const struct sim_options *o, struct xm_ctx *c, struct sim_resu
 		.prepass = in->prepass ? xm_prepass : NULL,
 		.prepass_done = in->prepass_done ? xm_prepass_done : NULL,
 		.fini = xm_fini, .flags = in->flags,
+		.decisions = in->iversion >= 2 && in->decisions ? xm_decisions : NULL,
 	};
 	struct sim_options oo = *o;
 	oo.policy = &w;
 	oo.peak_items = 1;
 	c->inner = in;
+	c->log = o->decisions;
+	if (c->log)
+		sim_decisions_reset(c->log);
 	memset(r, 0, sizeof *r);
 	xm_next = c;
 	int rc = sim_run(&oo, r, err, errlen);
@@ -181,6 +228,33 @@ static uint64_t peak_event_line(const struct sim_result *r)
 	return 0;
 }
 
+/* Keep the live blocks of C's snapshot in M. */
+static void take_snap(struct explain_moment *m, struct xm_ctx *c)
+{
+	free(m->live);
+	m->live = c->snap;
+	m->nlive = c->nsnap;
+	c->snap = NULL;
+	c->nsnap = 0;
+}
+
+/* With a decision log: one more replay for the live blocks after call AT
+ * (the result is dropped; the log is the same again). */
+static int snap_at(const struct sim_options *o, struct explain_moment *m, uint64_t at, char *err,
+		   size_t errlen)
+{
+	struct sim_result r;
+	struct xm_ctx c;
+	memset(&c, 0, sizeof c);
+	c.snap_call = at;
+	int rc = xm_run(o, &c, &r, err, errlen);
+	sim_result_free(&r);
+	if (rc == 0)
+		take_snap(m, &c);
+	free(c.snap);
+	return rc;
+}
+
 /* See explain.h. */
 int explain_replay(const struct sim_options *o, struct explain_moment *m, char *err,
 		   size_t errlen)
@@ -194,24 +268,33 @@ int explain_replay(const struct sim_options *o, struct explain_moment *m, char *
 	m->oom = m->res.oom;
 	m->line = peak_event_line(&m->res);
 	m->first_reach = 1;
+	m->device_peak = m->res.device_peak;
+	m->foreign_peak = m->res.peak_foreign;
+	m->ndec = c.first_dec;
 	if (c.best_call == c.first_call || !c.best_call)
-		return 0;
+		return o->decisions && c.first_call ? snap_at(o, m, c.first_call, err, errlen) : 0;
 	/* a busier moment later on the plateau: replay, marking it */
 	struct sim_result r2;
 	struct xm_ctx c2;
 	memset(&c2, 0, sizeof c2);
 	c2.mark_call = c.best_call;
-	if (xm_run(o, &c2, &r2, err, errlen) < 0)
+	c2.snap_call = o->decisions ? c.best_call : 0;
+	if (xm_run(o, &c2, &r2, err, errlen) < 0) {
+		free(c2.snap);
 		return -1; /* m->res is freed by the caller */
+	}
 	if (!c2.marked || r2.peak_reserved != m->reserved + 1) {
 		/* no room for the byte (reserved at the capacity): keep the
 		 * first moment */
 		sim_result_free(&r2);
-		return 0;
+		free(c2.snap);
+		return o->decisions ? snap_at(o, m, c.first_call, err, errlen) : 0;
 	}
 	m->line = peak_event_line(&r2);
 	sim_result_free(&m->res);
 	m->res = r2;   /* its peak_reserved holds the byte: use m->reserved */
 	m->first_reach = 0;
+	m->ndec = c.best_dec;
+	take_snap(m, &c2);
 	return 0;
 }
