@@ -640,14 +640,7 @@ static int write_all(struct kin *k, const char *out, int64_t dev, int64_t shift,
 		snprintf(vals[nv], sizeof vals[nv], "%" PRIu64, before_bytes);
 		labels[nl++] = (struct trace_label){"kineto_before_profile", vals[nv++]};
 	}
-	for (size_t i = 0; i < nextra && nl < sizeof labels / sizeof labels[0]; i++) {
-		size_t j = 0;
-		while (j < nl && strcmp(labels[j].key, extra[i].key))
-			j++;
-		labels[j] = extra[i];
-		if (j == nl)
-			nl++;
-	}
+	nl = trace_labels_override(labels, nl, sizeof labels / sizeof labels[0], extra, nextra);
 	h.labels = labels;
 	h.nlabels = nl;
 

@@ -591,14 +591,7 @@ int import_torch_snapshot_labeled(const char *in, const char *out, const char *j
 			add_label(labels, &nl, vals, json, keys[i]);
 	}
 	/* the user's labels (--label) replace the metadata's of the same key */
-	for (size_t i = 0; i < nextra && nl < sizeof labels / sizeof labels[0]; i++) {
-		size_t j = 0;
-		while (j < nl && strcmp(labels[j].key, extra[i].key))
-			j++;
-		labels[j] = extra[i];
-		if (j == nl)
-			nl++;
-	}
+	nl = trace_labels_override(labels, nl, sizeof labels / sizeof labels[0], extra, nextra);
 	h.labels = labels;
 	h.nlabels = nl;
 

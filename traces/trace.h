@@ -209,6 +209,12 @@ struct trace_reader;
  * trace_header_free frees such a copy (and zeroes it). */
 int trace_header_copy(struct trace_header *dst, const struct trace_header *src);
 void trace_header_free(struct trace_header *h);
+/* Labels LABELS[0..N) (room for CAP) with EXTRA[0..NEXTRA) laid over them:
+ * an extra label replaces the one of the same key, or is appended while
+ * there is room (the importers' --label over a file's own metadata).
+ * Returns the new count. The strings are borrowed, not copied. */
+size_t trace_labels_override(struct trace_label *labels, size_t n, size_t cap,
+			     const struct trace_label *extra, size_t nextra);
 
 struct trace_reader *trace_reader_open(const char *path);
 int trace_reader_status(const struct trace_reader *r);

@@ -60,3 +60,19 @@ void trace_header_free(struct trace_header *h)
 	free(h->labels);
 	memset(h, 0, sizeof *h);
 }
+
+size_t trace_labels_override(struct trace_label *labels, size_t n, size_t cap,
+			     const struct trace_label *extra, size_t nextra)
+{
+	for (size_t i = 0; i < nextra; i++) {
+		size_t j = 0;
+		while (j < n && strcmp(labels[j].key, extra[i].key))
+			j++;
+		if (j == n && n == cap)
+			break;
+		labels[j] = extra[i];
+		if (j == n)
+			n++;
+	}
+	return n;
+}
