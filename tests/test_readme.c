@@ -11,7 +11,7 @@
 
 #include "helpers.h"
 
-Test(readme, questions_run_as_written, .timeout = 600)
+Test(readme, questions_run_as_written)
 {
 	if (access("README.md", R_OK) != 0 || !th_have("bash"))
 		cr_skip_test("README.md or bash not here");
