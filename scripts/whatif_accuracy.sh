@@ -15,6 +15,12 @@
 # reserved_bytes.all.peak). Both the whole run and the steady state (from
 # the NVTX range "step 1" on, i.e. without cuDNN's autotuning step) are
 # compared for the replays; the truth has only whole-run peaks.
+# Each prediction also gets its interval: scripts/whatif_bounds.c (built
+# here against the library next to GPUMEMSIM) writes the trace with every
+# unpredictable site (bf_site_bounds) at its low and at its high bound; both
+# are replayed, and a prediction outside 3% of its reference is counted
+# "in interval" when the reference lies between the lowest and highest of
+# the three replays. Extrapolations are marked and summarised apart.
 # Part 2 (seed table): `explain batch` over the CNN sweeps under `pytorch`
 # and `cuda_malloc`.
 #
@@ -28,6 +34,13 @@ OUT=${1:-out/whatif-accuracy}
 G=${2:-build/gpumemsim}
 mkdir -p "$OUT/pred"
 TSV="$OUT/accuracy.tsv"
+
+# the interval of a prediction comes from scripts/whatif_bounds.c (until
+# `whatif batch` prints it), built against the library next to GPUMEMSIM
+BOUNDS="$OUT/whatif_bounds"
+LIB="$(dirname "$G")/libgpumemsim.a"
+${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -o "$BOUNDS" "$(dirname "$0")/whatif_bounds.c" "$LIB" \
+	-lsqlite3 -lz -lm -lpthread
 
 # CNN fits: "FIT_BATCHES:PREDICT_BATCHES" (comma separated).
 CNN_FITS="8,32,128:16,64,256 16,64,256:8,32,128 32,64,128:8,16,256 8,16,32:64 64,128,256:32"
@@ -43,15 +56,18 @@ peaks() {
 # steady), replayed; the whole-run replay cannot give them because the
 # pytorch cache keeps the segments step 0 reserved.
 steady() {
-	local s="$OUT/pred/steady.trace.gz"
+	local s
+	s=$(mktemp --suffix=.trace.gz "$OUT/pred/steady.XXXXXX")
 	"$G" whatif steady "$1" -o "$s"
 	peaks "$s"
 	rm -f "$s"
 }
 
-printf 'set\tmodel\tfit\tpredict\tkind\tunaligned\tsites\tpred_alloc\tpred_res\tcap_alloc\tcap_res\ttruth_alloc\ttruth_res\tpred_alloc_s\tpred_res_s\tcap_alloc_s\tcap_res_s\n' > "$TSV"
+printf 'set\tmodel\tfit\tpredict\tkind\tunaligned\tsites\tpred_alloc\tpred_res\tcap_alloc\tcap_res\ttruth_alloc\ttruth_res\tpred_alloc_s\tpred_res_s\tcap_alloc_s\tcap_res_s\tbounded\tlo_alloc\tlo_res\thi_alloc\thi_res\n' > "$TSV"
 
-one() { # SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
+one() { # ROWFILE SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
+	local row=$1
+	shift
 	local set=$1 model=$2 fit=$3 b=$4 pat=$5 truth=$6 from=() f
 	for f in ${fit//,/ }; do from+=("${pat//@/$f}"); done
 	local pred="$OUT/pred/$set-$model-b$b-from-${fit//,/_}.trace.gz"
@@ -72,16 +88,38 @@ one() { # SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 	local pas prs cas crs
 	read -r pas prs < <(steady "$pred")
 	read -r cas crs < <(steady "${pat//@/$b}")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+	# the interval: the traces with every unpredictable site at its low
+	# and at its high bound (bf_synth_bound), replayed like the prediction
+	local iv nb la=$pa lr=$pr ha=$pa hr=$pr
+	iv=$("$BOUNDS" "$b" "${pred%.trace.gz}.lo.trace.gz" "${pred%.trace.gz}.hi.trace.gz" "${from[@]}")
+	nb=$(jq -r .sites <<<"$iv")
+	if [ "$nb" -gt 0 ]; then
+		read -r la lr < <(peaks "${pred%.trace.gz}.lo.trace.gz")
+		read -r ha hr < <(peaks "${pred%.trace.gz}.hi.trace.gz")
+	fi
+	rm -f "${pred%.trace.gz}.lo.trace.gz" "${pred%.trace.gz}.hi.trace.gz"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 		"$set" "$model" "$fit" "$b" "$kind" "$un" "$sites" "$pa" "$pr" "$ca" "$cr" "$ta" "$tr" \
-		"$pas" "$prs" "$cas" "$crs" >> "$TSV"
+		"$pas" "$prs" "$cas" "$crs" "$nb" "$la" "$lr" "$ha" "$hr" > "$row"
+}
+
+# the rows run in parallel (JOBS at a time), each into its own file, and are
+# concatenated in the order listed: the output does not depend on JOBS
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+mkdir -p "$OUT/rows"
+rm -f "$OUT"/rows/*.tsv
+nrow=0
+job() {
+	nrow=$((nrow + 1))
+	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+	one "$(printf '%s/rows/%04d.tsv' "$OUT" "$nrow")" "$@" &
 }
 
 for m in resnet18 resnet50 mobilenet_v2 densenet121; do
 	all="16 32 64 128"
 	for b in $all; do
 		fit=$(for x in $all; do [ "$x" = "$b" ] || printf '%s,' "$x"; done)
-		one torch "$m" "${fit%,}" "$b" "traces/torch/torch-$m-b@.trace.gz" \
+		job torch "$m" "${fit%,}" "$b" "traces/torch/torch-$m-b@.trace.gz" \
 			"traces/torch/truth/$m-b$b-default.json"
 	done
 done
@@ -90,50 +128,105 @@ for m in vgg resnet; do
 		fit=${c%%:*}
 		for b in ${c#*:}; do
 			for bb in ${b//,/ }; do
-				one cnn "$m" "$fit" "$bb" "traces/cnn/cnn-$m-b@.trace.gz" -
+				job cnn "$m" "$fit" "$bb" "traces/cnn/cnn-$m-b@.trace.gz" -
 			done
 		done
 	done
+done
+
+wait
+for i in $(seq 1 "$nrow"); do
+	f=$(printf '%s/rows/%04d.tsv' "$OUT" "$i")
+	[ -s "$f" ] || { echo "whatif_accuracy: row $i failed (see the messages above)" >&2; exit 1; }
+	cat "$f" >> "$TSV"
 done
 
 # ---------------------------------------------------------------- tables
 awk -F'\t' '
 function mib(x) { return x == "-" ? "-" : sprintf("%.1f", x / 1048576) }
 function pct(p, r) { return r == "-" || r == 0 ? "-" : sprintf("%+.2f%%", 100 * (p - r) / r) }
-function add(name, p, r) { if (r == "-" || r == 0) return; e = 100 * (p - r) / r; if (e < 0) e = -e; n[name]++; v[name, n[name]] = e }
+function key(name) { if (!(name in n)) { keys[++nk] = name; n[name] = 0 } }
+function add(name, p, r) { key(name); if (r == "-" || r == 0) return; e = 100 * (p - r) / r; if (e < 0) e = -e; n[name]++; v[name, n[name]] = e }
+function mn(a, b, c) { m = a + 0; if (b + 0 < m) m = b + 0; if (c + 0 < m) m = c + 0; return m }
+function mx(a, b, c) { m = a + 0; if (b + 0 > m) m = b + 0; if (c + 0 > m) m = c + 0; return m }
+# within 3% of the reference, else inside the interval [lo, hi] (the
+# prediction and the replays of its bounds), else a miss; counted per NAME
+function verdict(name, p, lo, hi, r,   e) {
+	if (r == "-" || r == 0) return "-"
+	e = 100 * (p - r) / r; if (e < 0) e = -e
+	vk[name]++
+	if (e <= 3) { v3[name]++; return "ok" }
+	if (nb > 0 && r >= lo && r <= hi) { vi[name]++; return "in interval" }
+	vm[name]++; return "MISS"
+}
+function ivl(lo, hi) { return nb > 0 ? mib(lo) "-" mib(hi) : "-" }
+BEGIN {
+	# the summary rows, in this order (those with no figures are left out)
+	split("torch vs real recorded|torch vs real recorded, interpolation|torch vs real recorded, extrapolation|" \
+	      "torch vs real recorded, ResNets (resnet18, resnet50)|torch vs real recorded, held out (mobilenet_v2, densenet121)|" \
+	      "torch alloc vs real recorded|torch reserved vs real recorded|torch captured replay vs real recorded|" \
+	      "torch whole-run vs captured replay|torch alloc vs captured replay|torch reserved vs captured replay|" \
+	      "torch steady vs captured replay|cnn whole-run vs captured replay|cnn whole-run vs captured replay, interpolation|" \
+	      "cnn whole-run vs captured replay, extrapolation|cnn alloc vs captured replay|cnn reserved vs captured replay|" \
+	      "cnn reserved vs captured replay, interpolation|cnn reserved vs captured replay, extrapolation|" \
+	      "cnn vgg whole-run vs captured replay|cnn resnet whole-run vs captured replay|cnn steady vs captured replay", pre, "|")
+	for (q = 1; q in pre; q++) key(pre[q])
+}
 NR == 1 { next }
 {
 	ext = $5 == "extrapolation" ? " (extrap.)" : ""
+	part = $5 == "extrapolation" ? "extrapolation" : "interpolation"
+	nb = $18
+	loa = mn($8, $19, $21); hia = mx($8, $19, $21); lor = mn($9, $20, $22); hir = mx($9, $20, $22)
 	if (!hdr[$1]++) {
 		if ($1 == "torch")
-			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | vs real recorded (alloc / reserved) | steady: vs captured (alloc / reserved) |\n|---|---|---|---|---|---|---|---|---|"
+			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | vs real recorded (alloc / reserved) | steady: vs captured (alloc / reserved) | bounded sites | interval reserved MiB | vs real: within 3% or in interval (alloc / reserved) |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
 		else
-			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | steady: vs captured (alloc / reserved) |\n|---|---|---|---|---|---|---|---|"
+			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | steady: vs captured (alloc / reserved) | bounded sites | interval alloc MiB | interval reserved MiB | within 3% or in interval (alloc / reserved) |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
 	}
 	row = "| " $2 " | " $3 " | " $4 ext " | " $6 "/" $7 " | " mib($8) " | " mib($9) " | " pct($8, $10) " / " pct($9, $11)
 	if ($1 == "torch") row = row " | " pct($8, $12) " / " pct($9, $13)
-	row = row " | " pct($14, $16) " / " pct($15, $17) " |"
+	row = row " | " pct($14, $16) " / " pct($15, $17) " | " nb
+	if ($1 == "torch")
+		row = row " | " ivl(lor, hir) " | " verdict("torch alloc", $8, loa, hia, $12) " / " verdict("torch reserved", $9, lor, hir, $13) " |"
+	else
+		row = row " | " ivl(loa, hia) " | " ivl(lor, hir) " | " verdict("cnn alloc", $8, loa, hia, $10) " / " verdict("cnn reserved", $9, lor, hir, $11) " |"
 	print row
 	add($1 " whole-run vs captured replay", $8, $10); add($1 " whole-run vs captured replay", $9, $11)
+	add($1 " whole-run vs captured replay, " part, $8, $10); add($1 " whole-run vs captured replay, " part, $9, $11)
 	add($1 " steady vs captured replay", $14, $16); add($1 " steady vs captured replay", $15, $17)
 	add($1 " alloc vs captured replay", $8, $10); add($1 " reserved vs captured replay", $9, $11)
+	if ($1 == "cnn") {
+		add("cnn reserved vs captured replay, " part, $9, $11)
+		add("cnn " $2 " whole-run vs captured replay", $8, $10); add("cnn " $2 " whole-run vs captured replay", $9, $11)
+	}
 	if ($1 == "torch") {
+		grp = $2 ~ /^resnet/ ? "ResNets (resnet18, resnet50)" : "held out (mobilenet_v2, densenet121)"
 		add("torch vs real recorded", $8, $12); add("torch vs real recorded", $9, $13)
+		add("torch vs real recorded, " part, $8, $12); add("torch vs real recorded, " part, $9, $13)
+		add("torch vs real recorded, " grp, $8, $12); add("torch vs real recorded, " grp, $9, $13)
 		add("torch alloc vs real recorded", $8, $12); add("torch reserved vs real recorded", $9, $13)
 		add("torch captured replay vs real recorded", $10, $12); add("torch captured replay vs real recorded", $11, $13)
 	}
 }
 END {
 	print "\n| comparison | figures | median abs error | p90 | max |\n|---|---|---|---|---|"
-	PROCINFO["sorted_in"] = "@ind_str_asc"
-	for (k in n) {
+	for (q = 1; q <= nk; q++) {
+		k = keys[q]
 		m = n[k]
+		if (!m) continue
 		for (i = 1; i <= m; i++) a[i] = v[k, i]
 		# insertion sort (portable awk)
 		for (i = 2; i <= m; i++) { x = a[i]; j = i - 1; while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
 		med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 		p90 = a[int(0.9 * (m - 1)) + 1]
 		printf "| %s | %d | %.2f%% | %.2f%% | %.2f%% |\n", k, m, med, p90, a[m]
+	}
+	print "\n| predictions | figures | within 3% | outside 3%, inside the interval | outside both |\n|---|---|---|---|---|"
+	split("cnn alloc|cnn reserved|torch alloc|torch reserved", vs, "|")
+	for (q = 1; q <= 4; q++) {
+		k = vs[q]
+		printf "| %s%s | %d | %d | %d | %d |\n", k, k ~ /^torch/ ? " (vs real recorded)" : " (vs captured replay)", vk[k], v3[k], vi[k], vm[k]
 	}
 }' "$TSV" > "$OUT/accuracy.md"
 cat "$OUT/accuracy.md"

@@ -12,7 +12,8 @@
  * line, split into workspaces, framework memory and foreign libraries).
  *
  * One file a stage: batch_fit_load.c, batch_fit_align.c, batch_fit_fit.c,
- * batch_fit_synth.c, batch_fit_live.c (what they share: batch_fit_int.h).
+ * batch_fit_synth.c, batch_fit_live.c, batch_fit_trust.c (what they share:
+ * batch_fit_int.h).
  */
 #ifndef WHATIF_BATCH_FIT_H
 #define WHATIF_BATCH_FIT_H
@@ -116,6 +117,44 @@ int bf_trust(const struct bf_model *m, uint64_t batch, struct bf_trust *t);
  * bound exceeds MAX_BOUND (a fraction, e.g. 0.05). */
 int bf_trust_check(const struct bf_model *m, uint64_t batch, double max_bound,
 		   struct bf_trust *t, char *err, size_t errlen);
+
+/* ---------------------------------------------- interval of a prediction */
+
+/*
+ * Where a site cannot be predicted (a workspace whose algorithm, or whose
+ * search's largest candidate, changed between the captures around BATCH; or
+ * outside the captures one whose sizes switch, or whose search trend
+ * crosses the search limit), the prediction is a range, not one number.
+ * Each such site gets bounds from one rule (a candidate's need grows with
+ * the batch, at most in proportion; a search takes the largest need within
+ * the limit); bf_synth_bound writes the trace with all of them at their low
+ * or high bound, whose replays bound the peak (docs/whatif.md).
+ */
+struct bf_interval {
+	uint64_t batch;
+	int extrapolated;               /* BATCH outside the fitted range */
+	size_t sites;                   /* template allocations given bounds */
+	uint64_t bytes_lo, bytes_hi;    /* their summed sizes at the bounds */
+	uint64_t peak_live;             /* predicted live bytes at their peak */
+	uint64_t peak_lo, peak_hi;      /* the same with the sites at their low /
+					 * high bounds (lo <= peak_live <= hi) */
+	size_t worst_site;              /* the template site with the widest bounds */
+	uint64_t worst_lo, worst_hi;
+};
+
+/* Fill IV for BATCH. 0, or -1 out of memory. */
+int bf_interval(const struct bf_model *m, uint64_t batch, struct bf_interval *iv);
+
+/* Bounds of template site SITE (numbered as in bf_write_sites) at BATCH:
+ * 1 with [*LO, *HI] when it cannot be predicted, 0 with both = the
+ * prediction, -1 out of memory or no such site. */
+int bf_site_bounds(const struct bf_model *m, uint64_t batch, size_t site, uint64_t *lo,
+		   uint64_t *hi);
+
+/* Write the trace at BATCH with every unpredictable site at its low bound
+ * (WHICH < 0) or its high bound (WHICH > 0); WHICH 0 is bf_synth. */
+int bf_synth_bound(const struct bf_model *m, uint64_t batch, int which, const char *path,
+		   char *err, size_t errlen);
 
 /* ------------------------------------------------------ live-set tracker */
 

@@ -7,6 +7,7 @@
 #include "batch_fit_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,8 +128,12 @@ static int size_compat(const struct bf_trace *A, size_t ea, const struct bf_trac
 		shi = sa;
 	}
 	double r = (double)hi->batch / (double)lo->batch;
+	/* exactly in proportion to the batch (an activation): as good as equal */
+	if (fabs((double)shi - (double)slo * r) <= 512 * r)
+		return 4;
+	int wa = x->site != NO_IDX && A->alloc_ws[x->site], wb = y->site != NO_IDX && B->alloc_ws[y->site];
 	if (shi >= slo && (double)shi <= (double)slo * r * 1.05 + 65536)
-		return 3;
+		return wa == wb ? 3 : 1; /* a workspace and an activation: hardly one site */
 	if (!ws)
 		return 0;
 	/* two workspaces of one magnitude (within 4x) pair before others: a

@@ -271,8 +271,18 @@ static double ws_curve(const double *x, const double *y, size_t n, double xb, do
 		if (x[k] >= xb && hi == n)
 			hi = k;
 	}
-	if (lo == n)
+	if (lo == n) {
+		/* below every capture: a search follows the trend of the two
+		 * smallest captures down when they are one regime (the same
+		 * largest candidate, growing at most in proportion), no lower
+		 * than in proportion; a step function is not extrapolated */
+		if (limit >= 0 && n >= 2 && y[1] >= y[0] && y[1] <= y[0] * (x[1] / x[0]) * 1.05 + 65536) {
+			double s = (y[1] - y[0]) / (x[1] - x[0]), v = y[0] + s * (xb - x[0]);
+			double floor = y[0] * xb / x[0];
+			return v > floor ? v : floor;
+		}
 		return y[hi];
+	}
 	if (hi == lo)
 		return y[lo];
 	double trend = -1;
@@ -550,4 +560,126 @@ int bf_write_sites(const struct bf_model *m, uint64_t batch, FILE *f)
 	}
 	free(sz);
 	return ferror(f) ? -1 : 0;
+}
+
+/* ------------------------------------------- bounds of a site's size */
+
+/*
+ * Can one regime (one algorithm, or one search whose largest candidate
+ * stays the same) explain sizes YA at batch XA and YB at XB (XA < XB)? A
+ * workspace of one algorithm grows with the batch, at most in proportion
+ * (bytes = a + b*batch with a, b >= 0); a size that falls, or grows faster
+ * than the batch, says the algorithm (or the search's largest candidate)
+ * changed between the two.
+ */
+static int one_regime(double xa, double ya, double xb, double yb)
+{
+	return yb >= ya * 0.999 && yb <= ya * (xb / xa) * 1.05 + 65536;
+}
+
+/*
+ * Bounds of site S of template KT at BATCH: 1 with [*LO, *HI] when its size
+ * there cannot be predicted from the captures (a workspace whose algorithm,
+ * or whose search's largest candidate, changed between the captures around
+ * BATCH, or whose counterpart is missing in one of them), else 0 with LO =
+ * HI = the prediction. The bounds rest on one rule: every candidate's need
+ * grows with the batch, at most in proportion. So an algorithm seen with Y
+ * bytes at X needs between Y and Y*N/X at N > X, between Y*N/X and Y below
+ * X; a search takes the largest need of the candidates within the search
+ * limit. Outside the captures a site gets bounds when its sizes show a
+ * switch anywhere (no single regime to extrapolate), or, for a search, when
+ * its trend crosses the limit before N.
+ */
+int bf_template_site_bounds(const struct bf_model *m, size_t kt, size_t s, uint64_t batch,
+			    uint64_t *sz, uint64_t *lo, uint64_t *hi)
+{
+	const struct bf_trace *T = m->sorted[kt];
+	char kind;
+	uint64_t p = bf_predict_template_site(m, kt, s, batch, sz, &kind);
+	*lo = *hi = p;
+	if (!T->alloc_ws[s])
+		return 0; /* activations, weights: their fits stand */
+	double x[64], y[64], N = (double)batch, limit = m->search_limit;
+	size_t n = 0;
+	size_t c = bf_canon_site(m, T, s);
+	for (size_t k = 0; k < m->n && n < 64; k++) {
+		uint64_t v = c != NO_IDX ? m->sizes[k][c] : kind == 'p' ? sz[k] :
+			     k == kt ? T->rec[T->alloc_rec[s]].u.mem.bytes : 0;
+		if (!v)
+			continue;
+		x[n] = (double)m->sorted[k]->batch;
+		y[n++] = (double)v;
+	}
+	if (!n || (c != NO_IDX && m->fit[c].kind == 'c'))
+		return 0;
+	int search = T->alloc_search[s];
+	int consistent = 1;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (!one_regime(x[i], y[i], x[i + 1], y[i + 1]))
+			consistent = 0;
+	double l, h;
+	int inside = N > (double)m->rep.lo_batch && N < (double)m->rep.hi_batch;
+	for (size_t k = 0; k < n; k++)
+		if (x[k] == N)
+			return 0; /* a capture at BATCH: its size */
+	size_t i = 0;
+	while (i + 1 < n && x[i + 1] < N)
+		i++;
+	if (inside && (x[0] > N || x[n - 1] < N)) {
+		/* a counterpart is missing on one side of BATCH: the site may
+		 * not exist there (another algorithm, with no workspace) */
+		size_t j = x[0] > N ? 0 : n - 1;
+		l = 512;
+		h = y[j] * (N > x[j] ? N / x[j] : 1);
+		if (search && h > limit)
+			h = limit > y[j] ? limit : y[j];
+	} else if (inside) {
+		if (one_regime(x[i], y[i], x[i + 1], y[i + 1]))
+			return 0;
+		double up = y[i] * N / x[i], down = y[i + 1] * N / x[i + 1];
+		l = y[i] < down ? y[i] : down;
+		h = up > y[i + 1] ? up : y[i + 1];
+		if (search) {
+			/* a need over the limit is not tried */
+			if (h > limit)
+				h = limit > y[i + 1] ? limit : y[i + 1];
+			/* the lower capture's largest candidate is still tried
+			 * when it cannot have crossed the limit */
+			if (up <= limit && y[i] > l)
+				l = y[i];
+		}
+	} else if (N > x[n - 1]) {
+		double up = y[n - 1] * N / x[n - 1];
+		if (consistent && !(search && up > limit && (double)p < up))
+			return 0;
+		l = search && up > limit ? 512 : y[n - 1];
+		h = search && up > limit ? (limit > y[n - 1] ? limit : y[n - 1]) : up;
+	} else {
+		if (consistent)
+			return 0;
+		l = y[0] * N / x[0];
+		h = y[0];
+		/* a search whose largest candidate crossed the limit somewhere
+		 * above: below the captures that candidate (or a larger one)
+		 * may be tried again */
+		if (search)
+			for (size_t k = 0; k + 1 < n; k++)
+				if (y[k + 1] < y[k] * 0.999 && y[k] > h)
+					h = y[k];
+	}
+	if ((double)p < l)
+		l = (double)p;
+	if ((double)p > h)
+		h = (double)p;
+	if (l < 1)
+		l = 1;
+	*lo = (uint64_t)llround(l);
+	*hi = (uint64_t)llround(h);
+	*lo = (*lo + 511) / 512 * 512;
+	*hi = (*hi + 511) / 512 * 512;
+	if (*lo > p)
+		*lo = p;
+	if (*hi < p)
+		*hi = p;
+	return *lo < *hi;
 }

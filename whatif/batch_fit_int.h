@@ -7,8 +7,11 @@
  *   batch_fit_align.c  memory events matched across the captures
  *   batch_fit_fit.c    per-site fits and predictions (paired unaligned
  *                      sites too), the per-site TSV
- *   batch_fit_synth.c  the trace at another batch size; the steady state
+ *   batch_fit_synth.c  the trace at another batch size (or at the bounds of
+ *                      its unpredictable sites); the steady state
  *   batch_fit_live.c   what is live at a line (maxbatch, explain batch)
+ *   batch_fit_trust.c  how far a prediction rests on what did not align, and
+ *                      its interval where sites cannot be predicted
  *
  * Traces are held in memory as the reader's records (struct trace_rec, with
  * kernel links in the trace's own pool) because alignment needs random
@@ -132,5 +135,15 @@ size_t bf_template_index(const struct bf_model *m, uint64_t batch);
  * slot per capture, scratch for the paired sizes). */
 uint64_t bf_predict_template_site(const struct bf_model *m, size_t kt, size_t s,
 				  uint64_t batch, uint64_t *sz, char *kind);
+/* Bounds of that site's size at BATCH: 1 with LO < HI when it cannot be
+ * predicted (an algorithm switch between the captures around BATCH, ...),
+ * else 0 with LO = HI = the prediction (SZ as above). */
+int bf_template_site_bounds(const struct bf_model *m, size_t kt, size_t s, uint64_t batch,
+			    uint64_t *sz, uint64_t *lo, uint64_t *hi);
+
+/* batch_fit_synth.c: the trace at BATCH with every unpredictable site at
+ * its prediction (WHICH 0), its low bound (-1) or its high bound (+1). */
+int bf_synth_which(const struct bf_model *m, uint64_t batch, int which, const char *path,
+		   char *err, size_t errlen);
 
 #endif /* WHATIF_BATCH_FIT_INT_H */

@@ -49,11 +49,63 @@ static int is_foreign_lib(const char *src)
 
 /* ---------------------------------------------------------------- load */
 
+/*
+ * NVTX ranges whose start the capture clamped, put back where they were.
+ * A range is delivered when it ends (or later); one that arrives after the
+ * converter's watermark has passed its start is written with its start
+ * raised to the last start written and its duration kept (capture/convert.c),
+ * so both its ends are late: the torch captures' "step 0" and its
+ * "backward" (and sometimes "forward") start seconds late, and which of
+ * step 0's backward allocations fall inside "backward" then depends on
+ * timing, so the same allocation is in "backward" at one batch size and in
+ * no range at another, and does not align. Such a range is recognised by
+ * its start equal to the previous record's (nanosecond ties do not happen
+ * otherwise) and by overlapping the next range of its depth (on one thread
+ * ranges of one depth follow each other): it is moved back so that it ends
+ * where that one starts, no earlier than the end of the previous range of
+ * its depth (unless that one is clamped too). Later ranges first, so a run of clamped ranges is repaired
+ * against repaired neighbours. RS/RE: per record, the range's start/end.
+ */
+static void repair_ranges(const struct bf_trace *t, const size_t *ri, size_t nr, uint64_t *rs,
+			  uint64_t *re)
+{
+	for (size_t k = 0; k < nr; k++) {
+		rs[ri[k]] = t->rec[ri[k]].start;
+		re[ri[k]] = t->rec[ri[k]].end;
+	}
+	for (size_t k = nr; k-- > 0;) {
+		size_t i = ri[k];
+		const struct trace_rec *r = &t->rec[i];
+		if (i == 0 || t->rec[i - 1].start != r->start)
+			continue;
+		uint32_t d = r->u.range.depth;
+		size_t next = NO_IDX, prev = NO_IDX;
+		for (size_t j = k + 1; j < nr && next == NO_IDX; j++)
+			if (t->rec[ri[j]].u.range.depth == d)
+				next = ri[j];
+		for (size_t j = k; j-- > 0 && prev == NO_IDX;)
+			if (t->rec[ri[j]].u.range.depth == d)
+				prev = ri[j];
+		if (next == NO_IDX || rs[next] >= re[i])
+			continue; /* no overlap: nothing says it was moved */
+		uint64_t shift = re[i] - rs[next];
+		uint64_t ns = rs[i] > shift ? rs[i] - shift : 0;
+		/* a previous range clamped too is repaired after this one:
+		 * its end is still late and bounds nothing */
+		int prev_late = prev != NO_IDX && prev > 0 && t->rec[prev - 1].start == t->rec[prev].start;
+		if (prev != NO_IDX && !prev_late && ns < re[prev] && re[prev] <= rs[next])
+			ns = re[prev];
+		rs[i] = ns;
+		re[i] = rs[next];
+	}
+}
+
 /* Sites, frees, NVTX context, workspace and foreign flags, events. */
 static int derive(struct bf_trace *t)
 {
 	struct u64map live;
-	size_t *stack = NULL, nstack = 0;
+	size_t *act = NULL, nact = 0, *ri = NULL, nr = 0;
+	uint64_t *rs = NULL, *re = NULL;
 	int ret = -1;
 
 	u64map_init(&live);
@@ -62,6 +114,8 @@ static int derive(struct bf_trace *t)
 			t->nalloc++;
 		else if (t->rec[i].type == TREC_KERNEL)
 			t->nkern++;
+		else if (t->rec[i].type == TREC_RANGE)
+			nr++;
 	}
 	size_t na = t->nalloc ? t->nalloc : 1;
 	t->alloc_rec = calloc(na, sizeof *t->alloc_rec);
@@ -73,42 +127,60 @@ static int derive(struct bf_trace *t)
 	t->free_site = calloc(t->nrec ? t->nrec : 1, sizeof *t->free_site);
 	t->ev = calloc(t->nrec ? t->nrec : 1, sizeof *t->ev);
 	t->kern = calloc(t->nkern ? t->nkern : 1, sizeof *t->kern);
-	stack = calloc(t->nrec ? t->nrec : 1, sizeof *stack);
+	act = calloc(nr ? nr : 1, sizeof *act);
+	ri = calloc(nr ? nr : 1, sizeof *ri);
+	rs = calloc(t->nrec ? t->nrec : 1, sizeof *rs);
+	re = calloc(t->nrec ? t->nrec : 1, sizeof *re);
 	uint64_t *range_end = calloc(na, sizeof *range_end);
 	if (!t->alloc_rec || !t->alloc_range || !t->alloc_free_rec || !t->alloc_ws || !t->alloc_search ||
-	    !t->alloc_foreign || !t->free_site || !t->ev || !t->kern || !stack || !range_end)
+	    !t->alloc_foreign || !t->free_site || !t->ev || !t->kern || !act || !ri || !rs || !re ||
+	    !range_end)
 		goto out;
-	size_t site = 0, nk = 0;
+	nr = 0;
+	for (size_t i = 0; i < t->nrec; i++)
+		if (t->rec[i].type == TREC_RANGE)
+			ri[nr++] = i;
+	repair_ranges(t, ri, nr, rs, re);
+	/* ranges by (repaired) start, then record order: a sweep adds each
+	 * range once the records reach its start */
+	for (size_t k = 1; k < nr; k++) {
+		size_t x = ri[k], j = k;
+		while (j > 0 && rs[ri[j - 1]] > rs[x]) {
+			ri[j] = ri[j - 1];
+			j--;
+		}
+		ri[j] = x;
+	}
+	size_t site = 0, nk = 0, next_r = 0;
 	for (size_t i = 0; i < t->nrec; i++) {
 		const struct trace_rec *r = &t->rec[i];
 		t->free_site[i] = NO_IDX;
-		/* drop every range that has ended (not only the top: a range
-		 * written late can sit above one that is still open) */
-		size_t keep = 0;
-		for (size_t s = 0; s < nstack; s++)
-			if (t->rec[stack[s]].end >= r->start)
-				stack[keep++] = stack[s];
-		nstack = keep;
-		if (r->type == TREC_RANGE) {
-			/* innermost = deepest: a capture may write an outer range
-			 * (e.g. "step 0") after the layer ranges inside it with a
-			 * clamped start, so order by depth, not by arrival */
-			size_t at = nstack;
-			while (at > 0 && t->rec[stack[at - 1]].u.range.depth > r->u.range.depth) {
-				stack[at] = stack[at - 1];
-				at--;
-			}
-			stack[at] = i;
-			nstack++;
-		} else if (r->type == TREC_KERNEL) {
+		if (r->type == TREC_KERNEL) {
 			t->kern[nk++] = i;
 		} else if (r->type == TREC_ALLOC) {
+			/* open every range that has started (one written after
+			 * this record at the same time has not); drop every range
+			 * that has ended (not only the top: a range written late
+			 * can sit above one still open) */
+			while (next_r < nr && (rs[ri[next_r]] < r->start ||
+					       (rs[ri[next_r]] == r->start && ri[next_r] < i)))
+				act[nact++] = ri[next_r++];
+			size_t keep = 0;
+			for (size_t s = 0; s < nact; s++)
+				if (re[act[s]] >= r->start)
+					act[keep++] = act[s];
+			nact = keep;
+			/* innermost = deepest (a capture may write an outer range
+			 * after the layer ranges inside it), the latest of a depth */
+			size_t in = NO_IDX;
+			for (size_t s = 0; s < nact; s++)
+				if (in == NO_IDX || t->rec[act[s]].u.range.depth >= t->rec[in].u.range.depth)
+					in = act[s];
 			t->alloc_rec[site] = i;
 			t->alloc_free_rec[site] = NO_IDX;
-			if (nstack) {
-				const struct trace_rec *rg = &t->rec[stack[nstack - 1]];
-				t->alloc_range[site] = rg->u.range.name;
-				range_end[site] = rg->end;
+			if (in != NO_IDX) {
+				t->alloc_range[site] = t->rec[in].u.range.name;
+				range_end[site] = re[in];
 			} else {
 				t->alloc_range[site] = TRACE_NO_STRING;
 				range_end[site] = 0;
@@ -152,7 +224,10 @@ static int derive(struct bf_trace *t)
 	ret = 0;
 out:
 	free(range_end);
-	free(stack);
+	free(act);
+	free(ri);
+	free(rs);
+	free(re);
 	u64map_free(&live);
 	return ret;
 }

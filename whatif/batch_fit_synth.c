@@ -170,6 +170,20 @@ static int rec_out(struct trace_writer *w, const struct bf_trace *T, uint32_t *s
 /* Write the trace at BATCH; see batch_fit.h. */
 int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *err, size_t errlen)
 {
+	return bf_synth_which(m, batch, 0, path, err, errlen);
+}
+
+/* The trace at BATCH, unpredictable sites at their bounds; see batch_fit.h. */
+int bf_synth_bound(const struct bf_model *m, uint64_t batch, int which, const char *path,
+		   char *err, size_t errlen)
+{
+	return bf_synth_which(m, batch, which < 0 ? -1 : which > 0, path, err, errlen);
+}
+
+/* The trace at BATCH with unpredictable sites at WHICH (batch_fit_int.h). */
+int bf_synth_which(const struct bf_model *m, uint64_t batch, int which, const char *path,
+		   char *err, size_t errlen)
+{
 	const struct bf_trace *T = m->sorted[0];
 	struct trace_writer *w = NULL;
 	struct trace_header h;
@@ -194,7 +208,7 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 		}
 	}
 	{
-		struct trace_label *nl = realloc(h.labels, (h.nlabels + 2) * sizeof *nl);
+		struct trace_label *nl = realloc(h.labels, (h.nlabels + 3) * sizeof *nl);
 		if (!nl)
 			goto nomem;
 		h.labels = nl;
@@ -205,7 +219,12 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 		h.labels[h.nlabels + 1].key = strdup("whatif_template_batch");
 		h.labels[h.nlabels + 1].value = strdup(from);
 		h.nlabels += 2;
-		for (size_t i = h.nlabels - 2; i < h.nlabels; i++)
+		if (which) {
+			h.labels[h.nlabels].key = strdup("whatif_bound");
+			h.labels[h.nlabels].value = strdup(which < 0 ? "lo" : "hi");
+			h.nlabels++;
+		}
+		for (size_t i = h.nlabels - 2 - (which != 0); i < h.nlabels; i++)
 			if (!h.labels[i].key || !h.labels[i].value)
 				goto nomem;
 	}
@@ -245,7 +264,11 @@ int bf_synth(const struct bf_model *m, uint64_t batch, const char *path, char *e
 		o.end = o.start + (r->end - r->start);
 		if (r->type == TREC_ALLOC) {
 			char kind;
-			o.u.mem.bytes = bf_predict_template_site(m, kt, site, batch, pair_sz, &kind);
+			uint64_t lo, hi;
+			if (which && bf_template_site_bounds(m, kt, site, batch, pair_sz, &lo, &hi))
+				o.u.mem.bytes = which < 0 ? lo : hi;
+			else
+				o.u.mem.bytes = bf_predict_template_site(m, kt, site, batch, pair_sz, &kind);
 			site_bytes[site] = o.u.mem.bytes;
 			site++;
 		} else if (r->type == TREC_FREE) {

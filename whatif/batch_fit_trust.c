@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int bf_trust(const struct bf_model *m, uint64_t batch, struct bf_trust *out)
 {
@@ -103,4 +104,93 @@ int bf_trust_check(const struct bf_model *m, uint64_t batch, double max_bound,
 		 t->copied, t->template_batch, 100 * t->bound, 100 * max_bound,
 		 r->misalign[0] ? r->misalign : "-", batch);
 	return -1;
+}
+
+/* ------------------------------------------- interval of a prediction */
+
+/* Bounds of one template site; see batch_fit.h. */
+int bf_site_bounds(const struct bf_model *m, uint64_t batch, size_t site, uint64_t *lo,
+		   uint64_t *hi)
+{
+	size_t kt = bf_template_index(m, batch);
+	if (site >= m->sorted[kt]->nalloc)
+		return -1;
+	uint64_t *sz = calloc(m->n, sizeof *sz);
+	if (!sz)
+		return -1;
+	int r = bf_template_site_bounds(m, kt, site, batch, sz, lo, hi);
+	free(sz);
+	return r;
+}
+
+/* The interval of the prediction at BATCH; see batch_fit.h. */
+int bf_interval(const struct bf_model *m, uint64_t batch, struct bf_interval *out)
+{
+	size_t kt = bf_template_index(m, batch);
+	const struct bf_trace *T = m->sorted[kt];
+	size_t na = T->nalloc ? T->nalloc : 1;
+	uint64_t *b[3] = {calloc(na, sizeof **b), calloc(na, sizeof **b), calloc(na, sizeof **b)};
+	uint8_t *live = calloc(na, 1);
+	uint64_t *sz = calloc(m->n, sizeof *sz);
+	int ret = -1;
+	if (!b[0] || !b[1] || !b[2] || !live || !sz)
+		goto out;
+	struct bf_interval iv = {.batch = batch};
+	iv.extrapolated = batch < m->rep.lo_batch || batch > m->rep.hi_batch;
+	uint64_t widest = 0;
+	for (size_t s = 0; s < T->nalloc; s++) {
+		char kind;
+		b[1][s] = bf_predict_template_site(m, kt, s, batch, sz, &kind);
+		uint64_t lo, hi;
+		if (bf_template_site_bounds(m, kt, s, batch, sz, &lo, &hi)) {
+			iv.sites++;
+			iv.bytes_lo += lo;
+			iv.bytes_hi += hi;
+			if (hi - lo > widest) {
+				widest = hi - lo;
+				iv.worst_site = s;
+				iv.worst_lo = lo;
+				iv.worst_hi = hi;
+			}
+		} else {
+			lo = hi = b[1][s];
+		}
+		b[0][s] = lo;
+		b[2][s] = hi;
+	}
+	/* the live walk of bf_live_at, three times */
+	uint64_t peak[3] = {0, 0, 0};
+	for (int w = 0; w < 3; w++) {
+		uint64_t cur = 0;
+		size_t site = 0;
+		memset(live, 0, na);
+		for (size_t i = 0; i < T->nrec; i++) {
+			const struct trace_rec *r = &T->rec[i];
+			size_t s;
+			if (r->type == TREC_ALLOC) {
+				s = site++;
+				live[s] = 1;
+				cur += b[w][s];
+			} else if (r->type == TREC_FREE && (s = T->free_site[i]) != NO_IDX && live[s]) {
+				live[s] = 0;
+				cur -= b[w][s];
+			} else {
+				continue;
+			}
+			if (cur > peak[w])
+				peak[w] = cur;
+		}
+	}
+	iv.peak_lo = peak[0];
+	iv.peak_live = peak[1];
+	iv.peak_hi = peak[2];
+	*out = iv;
+	ret = 0;
+out:
+	free(b[0]);
+	free(b[1]);
+	free(b[2]);
+	free(live);
+	free(sz);
+	return ret;
 }
