@@ -17,11 +17,13 @@
 
 #include "cli.h"
 #include "../include/gpumemsim.h"
+#include "../sim/timing.h"
 
 
 struct run_args {
 	const char *trace, *policy, *conf, *db;
 	const char *cost;               /* --cost knobs (implies --timing) */
+	const char *requests;           /* --requests: a no-caching capture's requests */
 	enum sim_foreign_mode foreign;  /* --foreign */
 	const char *allocator_source;   /* --allocator-source */
 	int timing;
@@ -51,11 +53,20 @@ static const struct cli_opt run_opts[] = {
 			 "\"run_id\" is its last field (null with --no-db), so two\n"
 			 "runs of the same inputs differ only on that line's value"},
 	{"--timeline-points", "N", "size of the downsampled memory timeline (default 512)"},
-	{"--timing", NULL, "predict time: replace the trace's memory API times by\n"
-			   "the policy's costs, fitted from the trace's cudaMalloc/\n"
-			   "cudaFree records (docs/timing.md)"},
-	{"--cost", "KNOBS", "override the fitted costs (implies --timing), e.g.\n"
-			    "\"malloc_us=10,free_us=5,hit_us=1,free_sync=1\""},
+	{"--timing", NULL, "predict the uncaptured program's step time: the host,\n"
+			   "streams and GPU replayed, the capture's own cost taken\n"
+			   "out, the trace's memory API times replaced by the\n"
+			   "policy's (measured cost table of the GPU and driver,\n"
+			   "the capture's own calls where it has enough;\n"
+			   "docs/timing.md)"},
+	{"--cost", "KNOBS", "override the model's constants (implies --timing), e.g.\n"
+			    "\"hit_us=1,dev_call_us=12,host_scale=0.75,gpu_scale=2\";\n"
+			    "timeline=0: the earlier model (fitted medians, the\n"
+			    "captured host kept)"},
+	{"--requests", "TRACE", "the request stream of a no-caching capture of the same\n"
+				"program, on TRACE's (a caching-on capture's) timeline,\n"
+				"aligned by kernel launch per step: the no-caching\n"
+				"what-if of a caching-on capture (implies --timing)"},
 	{"--foreign", "MODE", "memory outside the framework's allocator (cuBLAS/cuDNN\n"
 			      "workspaces, module globals): device = beside the\n"
 			      "policy, counted against the capacity but not in its\n"
@@ -116,6 +127,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 				return EXIT_USAGE;
 		} else if (!strcmp(o, "--cost")) {
 			a->cost = v;
+			a->timing = 1;
+		} else if (!strcmp(o, "--requests")) {
+			a->requests = v;
 			a->timing = 1;
 		} else if (!strcmp(o, "--foreign")) {
 			if (!strcmp(v, "device")) {
@@ -265,6 +279,19 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 		json_kv_bool(&j, "free_sync", cm->free_sync);
 		json_kv_u64(&j, "fit_mallocs", cm->n_malloc);
 		json_kv_u64(&j, "fit_frees", cm->n_free);
+		json_kv_bool(&j, "timeline", cm->timeline);
+		if (cm->timeline) {
+			json_kv_string(&j, "cost_table", cm->table_name[0] ? cm->table_name : "fitted");
+			json_kv_string(&j, "capture_mode", cm->cap_mode);
+			json_kv_double(&j, "capture_share", cm->scale_calls ? 0 : 1.0 - cm->host_scale);
+			json_kv_double(&j, "dev_call_us", cm->dev_call_ns / 1e3);
+			json_kv_double(&j, "cap_api_us", cm->cap_api_ns / 1e3);
+			json_kv_double(&j, "cap_call_us", cm->cap_call_ns / 1e3);
+			json_kv_double(&j, "cap_mem_us", cm->cap_mem_ns / 1e3);
+			json_kv_double(&j, "cap_range_us", cm->cap_range_ns / 1e3);
+			json_kv_double(&j, "launch_latency_us", cm->launch_latency_ns / 1e3);
+			json_kv_double(&j, "trace_hit_us", cm->trace_hit_ns / 1e3);
+		}
 		json_end_object(&j);
 	} else {
 		json_null(&j);
@@ -399,10 +426,39 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "gpumemsim run: unknown policy '%s' (known: %s)\n", a.policy, names);
 		return 1;
 	}
-	if (a.timing && cost_fit_trace(a.trace, a.cost, &cm, err, sizeof err) < 0) {
+	char merged[4096] = "";
+	const char *trace = a.trace;
+	if (a.requests) {
+		/* the caching-on capture's timeline with the no-caching capture's
+		 * requests, in a temporary trace removed at the end */
+		const char *tmp = getenv("TMPDIR");
+		int fd;
+		snprintf(merged, sizeof merged, "%s/gpumemsim-requests-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if ((fd = mkstemp(merged)) < 0) {
+			fprintf(stderr, "gpumemsim run: --requests: cannot create a temporary file in %s\n",
+				tmp && *tmp ? tmp : "/tmp");
+			return 1;
+		}
+		close(fd);
+		if (timing_merge_requests(a.trace, a.requests, merged, err, sizeof err) < 0) {
+			fprintf(stderr, "gpumemsim run: --requests: %s\n", err);
+			unlink(merged);
+			return 1;
+		}
+		trace = merged;
+	}
+	/* with --requests the device-call costs are measured on the no-caching
+	 * capture (same program, same host): the caching one has none */
+	if (a.timing && cost_fit_trace(a.requests ? a.requests : trace, a.cost, &cm, err,
+				       sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim run: %s\n", err);
+		if (merged[0])
+			unlink(merged);
 		return 1;
 	}
+	/* the caching run's own allocator cost is in the requests' gaps */
+	if (a.requests && cm.timeline && !(a.cost && strstr(a.cost, "trace_hit_us")))
+		cm.trace_hit_ns = cm.hit_ns;
 	if (!a.no_db) {
 		db_created = stat(a.db, &sb) != 0;
 		st = store_open(a.db, err, sizeof err);
@@ -412,7 +468,7 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	struct sim_options o = {
-		.trace_path = a.trace,
+		.trace_path = trace,
 		.policy = pol,
 		.conf = a.conf,
 		.capacity = a.capacity,
@@ -450,6 +506,8 @@ int cmd_run(int argc, char **argv)
 	}
 	ret = 0;
 out:
+	if (merged[0])
+		unlink(merged);
 	store_close(st);
 	if (db_created)
 		store_remove_files(a.db);

@@ -78,6 +78,7 @@ void cost_defaults(struct cost_model *m)
 	m->host_scale = 1.0;
 	m->api_overhead_ns = 0;
 	m->scale_calls = 1;
+	m->gpu_scale = 1.0;
 }
 
 static int set_us(const struct conf_kv *kv, double *out, char *err, size_t errlen)
@@ -105,21 +106,60 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 		{"unmap_us", offsetof(struct cost_model, unmap_ns)},
 		{"hit_us", offsetof(struct cost_model, hit_ns)},
 		{"api_overhead_us", offsetof(struct cost_model, api_overhead_ns)},
+		{"cap_api_us", offsetof(struct cost_model, cap_api_ns)},
+		{"cap_call_us", offsetof(struct cost_model, cap_call_ns)},
+		{"cap_mem_us", offsetof(struct cost_model, cap_mem_ns)},
+		{"cap_range_us", offsetof(struct cost_model, cap_range_ns)},
+		{"min_gap_us", offsetof(struct cost_model, min_gap_ns)},
+		{"launch_latency_us", offsetof(struct cost_model, launch_latency_ns)},
+		{"trace_hit_us", offsetof(struct cost_model, trace_hit_ns)},
 	};
 	const char *cur = knobs ? knobs : "";
 	struct conf_kv kv;
 	int r;
 	while ((r = conf_next(&cur, &kv, err, errlen)) > 0) {
 		size_t i, n = sizeof keys / sizeof keys[0];
-		if (!strcmp(kv.key, "free_sync") || !strcmp(kv.key, "scale_calls")) {
+		if (!strcmp(kv.key, "free_sync") || !strcmp(kv.key, "scale_calls") ||
+		    !strcmp(kv.key, "timeline")) {
 			if (strcmp(kv.value, "0") && strcmp(kv.value, "1")) {
 				snprintf(err, errlen, "cost knob %s: '%s' is not 0 or 1", kv.key, kv.value);
 				break;
 			}
 			if (kv.key[0] == 'f')
 				m->free_sync = kv.value[0] == '1';
-			else
+			else if (kv.key[0] == 's')
 				m->scale_calls = kv.value[0] == '1';
+			else
+				m->timeline = kv.value[0] == '1';
+			continue;
+		}
+		if (!strcmp(kv.key, "dev_call_us")) {
+			/* may be negative: a capture cost inside the table's calls */
+			double v;
+			if (conf_double(&kv, -1e6, 1e9, &v, err, errlen) < 0) {
+				r = -1;
+				break;
+			}
+			m->dev_call_ns = v * 1000.0;
+			m->malloc_c.extra_ns = m->free_c.extra_ns = m->dev_call_ns;
+			continue;
+		}
+		if (!strcmp(kv.key, "table")) {
+			/* a measured cost table file (TSV), or "none": the fit */
+			if (!strcmp(kv.value, "none")) {
+				m->malloc_c.ntab = m->free_c.ntab = 0;
+				m->table_name[0] = '\0';
+			} else if (cost_table_load(m, kv.value, err, errlen) < 0) {
+				r = -1;
+				break;
+			}
+			continue;
+		}
+		if (!strcmp(kv.key, "gpu_scale")) {
+			if (conf_double(&kv, 0.01, 100, &m->gpu_scale, err, errlen) < 0) {
+				r = -1;
+				break;
+			}
 			continue;
 		}
 		if (!strcmp(kv.key, "host_scale")) {
@@ -136,7 +176,9 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 		if (i == n) {
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
 				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
-				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls)",
+				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
+				 "timeline, table, dev_call_us, gpu_scale, cap_api_us, cap_call_us, cap_mem_us, cap_range_us, "
+				 "min_gap_us, launch_latency_us, trace_hit_us)",
 				 kv.key);
 			r = -1;
 			break;
@@ -329,6 +371,46 @@ static void fit_curve(struct cost_sample *s, size_t n, struct cost_curve *c)
 	free(tmp);
 }
 
+/* The trimmed mean of S (N > 0; sorted here): a step pays the sum of its
+ * calls, so the mean, without the top 1% (the odd stall). */
+static double trimmed_mean(struct cost_sample *s, size_t n)
+{
+	qsort(s, n, sizeof *s, cmp_ns);
+	size_t k = n - n / 100;
+	double t = 0;
+	for (size_t i = 0; i < k; i++)
+		t += (double)s[i].ns;
+	return t / (double)k;
+}
+
+/* The trace's own calls binned as the shipped tables are: [0, 1 MiB),
+ * then powers of two. */
+static void own_bins(struct cost_sample *s, size_t n, struct cost_curve *c)
+{
+	c->nown = 0;
+	if (!n)
+		return;
+	qsort(s, n, sizeof *s, cmp_bytes);
+	size_t i = 0;
+	uint64_t lo = 0, hi = COST_SMALL_LIMIT;
+	while (i < n && c->nown < COST_TAB_MAX) {
+		size_t j = i;
+		while (j < n && s[j].bytes < hi)
+			j++;
+		if (j > i) {
+			c->own_lo[c->nown] = lo;
+			c->own_n[c->nown] = j - i;
+			c->own_ns[c->nown] = trimmed_mean(s + i, j - i);
+			c->nown++;
+		}
+		i = j;
+		lo = hi;
+		if (hi > UINT64_MAX / 2)
+			break;
+		hi *= 2;
+	}
+}
+
 void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
 {
 	/* out of memory here loses one sample, no more */
@@ -336,6 +418,8 @@ void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
 	cost_defaults(m);
 	fit_curve(f->mal, f->nmal, &m->malloc_c);
 	fit_curve(f->fre, f->nfre, &m->free_c);
+	own_bins(f->mal, f->nmal, &m->malloc_c);
+	own_bins(f->fre, f->nfre, &m->free_c);
 	m->n_malloc = f->nmal;
 	m->n_free = f->nfre;
 	if (f->nhit >= MIN_SAMPLES) {
@@ -376,6 +460,13 @@ int cost_fit_trace(const char *path, const char *knobs, struct cost_model *m,
 		goto out;
 	}
 	cost_fitter_finish(&f, m);
+	/* the timeline model by default (timeline=0 in KNOBS: the fit alone) */
+	struct cost_model probe = *m;
+	probe.timeline = 1;
+	if (cost_parse(&probe, knobs, err, errlen) < 0)
+		goto out;
+	if (probe.timeline && cost_timeline_setup(m, trace_reader_header(rd), err, errlen) < 0)
+		goto out;
 	if (cost_parse(m, knobs, err, errlen) < 0)
 		goto out;
 	ret = 0;

@@ -29,12 +29,33 @@
 /* Below this a device call is served from the driver's small pool. */
 #define COST_SMALL_LIMIT (1ull << 20)
 
-/* Host nanoseconds of one device call of BYTES. */
+/* Bins of a measured cost table (traces/timing/cost/). */
+#define COST_TAB_MAX 48
+
+/* Host nanoseconds of one device call of BYTES: the measured table when
+ * it has bins (ntab > 0: the bin holding BYTES, the last bin beyond it),
+ * else the two-regime curve. */
 struct cost_curve {
 	double small_ns;          /* bytes < COST_SMALL_LIMIT */
 	double large_ns;          /* bytes >= COST_SMALL_LIMIT: large_ns + per_mib * MiB */
 	double large_ns_per_mib;
+	double extra_ns;          /* added to every call: the framework's own host work
+				   * around a device call (timeline model, dev_call_us) */
+	uint32_t ntab;            /* 0: no table */
+	uint64_t tab_lo[COST_TAB_MAX]; /* bin i holds bytes in [tab_lo[i], tab_lo[i+1]) */
+	double tab_ns[COST_TAB_MAX];
+	uint64_t tab_n[COST_TAB_MAX];  /* samples behind each bin */
+	/* the trace's own calls in the same bins (cost_fitter_finish): the
+	 * timeline model prefers them where a bin has enough samples */
+	uint32_t nown;
+	uint64_t own_lo[COST_TAB_MAX];
+	double own_ns[COST_TAB_MAX];
+	uint64_t own_n[COST_TAB_MAX];
 };
+
+/* A bin of the trace's own calls replaces the shipped table's from this
+ * many samples on. */
+#define COST_OWN_MIN 20
 
 struct cost_model {
 	struct cost_curve malloc_c;   /* cudaMalloc, host time */
@@ -56,6 +77,27 @@ struct cost_model {
 	 * (docs/timing.md, "Where the capture overhead is"). The engine
 	 * applies host_scale to device-call costs only when this is 1. */
 	int scale_calls;
+	/* The timeline model (docs/timing.md, "Timeline model"): what the
+	 * capture itself added to the host, taken out so the prediction is
+	 * for the uncaptured program; per capture mode, from the trace's
+	 * capture_overhead field or the measured defaults of its mode. */
+	int timeline;                 /* 1: the corrections below apply */
+	double cap_api_ns;            /* per recorded API call: off the host gap before it */
+	double cap_mem_ns;            /* per recorded cudaMalloc/cudaFree instead of cap_api_ns */
+	double dev_call_ns;           /* the framework's own host work around one device call
+				       * (PyTorch's no-caching path): in the trace's gap before
+				       * each recorded cudaMalloc/cudaFree, taken out with it, and
+				       * charged with every device call the policy makes */
+	double cap_range_ns;          /* per recorded NVTX range (push + pop) */
+	double cap_call_ns;           /* inside each kept API call: off its duration */
+	double min_gap_ns;            /* a host gap never shrinks below this */
+	double launch_latency_ns;     /* a launch's return to its kernel's earliest start */
+	double gpu_scale;             /* factor on every GPU duration (another batch
+				       * size: the batch fit of kernel time, 1 = as recorded) */
+	double trace_hit_ns;          /* the trace's own allocator cost per a/f record,
+				       * already in its gaps (requests from a caching run) */
+	char table_name[64];          /* the cost table in use ("" = fitted curves) */
+	char cap_mode[32];            /* the capture mode the corrections are for */
 	/* provenance: how many API samples the fit used (0 = defaults) */
 	uint64_t n_malloc, n_free;
 	uint64_t n_hit;               /* stream-ordered alloc/free calls behind hit_ns */
@@ -93,10 +135,47 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 /* Host ns of one call of BYTES on curve C. */
 static inline uint64_t cost_curve_ns(const struct cost_curve *c, uint64_t bytes)
 {
-	double v = bytes < COST_SMALL_LIMIT ? c->small_ns
-		: c->large_ns + c->large_ns_per_mib * (double)bytes / (double)(1u << 20);
+	double v;
+	if (c->ntab) {
+		uint32_t i = 0;
+		while (i + 1 < c->ntab && bytes >= c->tab_lo[i + 1])
+			i++;
+		v = c->tab_ns[i];
+	} else {
+		v = bytes < COST_SMALL_LIMIT ? c->small_ns
+			: c->large_ns + c->large_ns_per_mib * (double)bytes / (double)(1u << 20);
+	}
+	v += c->extra_ns;
 	return v > 0 ? (uint64_t)(v + 0.5) : 0;
 }
+
+/* ------------------------------------------------------ timeline model */
+
+/* The capture_overhead field (H capture_overhead, or the label
+ * capture_overhead=...): "api_ns=N,call_ns=N,mem_ns=N,range_ns=N", what
+ * one recorded API call / NVTX range cost the captured host. */
+#define COST_CAPTURE_FIELD "capture_overhead"
+
+/* Turn the timeline model on in M for a trace with header H: the capture
+ * corrections of its capture mode (H's capture_overhead when present,
+ * else the measured defaults of its capture_api label: docs/timing.md),
+ * launch latency, and the shipped cost table of its GPU and driver (when
+ * one matches; the fitted curves stay otherwise). -1 with ERR when H's
+ * capture_overhead does not parse. */
+int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
+			char *err, size_t errlen);
+
+/* Load a cost table (TSV: lo_bytes hi_bytes malloc_ns malloc_n free_ns
+ * free_n, '#' comments; -1 = no samples) into M's curves. -1 with ERR. */
+int cost_table_load(struct cost_model *m, const char *path, char *err, size_t errlen);
+
+/* The shipped table for GPU and DRIVER (NULL: none), as TSV text, and
+ * its name. */
+const char *cost_table_builtin(const char *gpu, const char *driver, const char **name);
+
+/* Parse TSV table TEXT into M (NAME for messages). -1 with ERR. */
+int cost_table_parse(struct cost_model *m, const char *text, const char *name,
+		     char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- fit */
 

@@ -710,6 +710,8 @@ static int gpu_issue(struct engine *e, uint32_t stream, uint64_t now, uint64_t d
 	uint32_t s;
 	if (stream_index(e, stream, &s, 1) < 0)
 		goto nomem;
+	if (e->cost && e->tl_gpu != 1.0)
+		dur = (uint64_t)((double)dur * e->tl_gpu + 0.5); /* another batch size */
 	uint64_t begin = now > e->stream_free[s] ? now : e->stream_free[s];
 	uint64_t fin = begin + dur;
 	e->stream_free[s] = fin;
@@ -748,7 +750,7 @@ static int on_api_timed(struct engine *e, const struct trace_rec *rec, uint64_t 
 			char *err, size_t errlen)
 {
 	uint64_t dur = host_ns(e, rec->end >= rec->start ? rec->end - rec->start : 0);
-	uint64_t oh = e->overhead < dur ? e->overhead : dur;
+	uint64_t oh = e->tlm ? timing_call_credit(e, dur) : e->overhead < dur ? e->overhead : dur;
 	uint64_t v;
 	e->delay -= oh;
 	if (!rec->u.api.corr || !e->launch.count || !u64map_get(&e->launch, rec->u.api.corr, &v))
@@ -762,7 +764,7 @@ static int on_api_timed(struct engine *e, const struct trace_rec *rec, uint64_t 
 	 * sync after this call must not count that wait as its own cost */
 	if (op->end > e->trace_gpu_busy)
 		e->trace_gpu_busy = op->end;
-	return gpu_issue(e, op->stream, now + (dur - oh), op->dur, rec->line, err, errlen);
+	return gpu_issue(e, op->stream, now + (dur - oh) + e->tl_latency, op->dur, rec->line, err, errlen);
 }
 
 /* The host waits for the stream (or the whole device); a wait longer than
@@ -872,8 +874,6 @@ static int replay_one(struct engine *e, const struct eng_rec *er, char *err, siz
 		e->host_end = e->gpu_end = e->trace_end = rec->start;
 		e->last_start = rec->start;
 	}
-	if (e->o->decisions)
-		e->o->decisions->line = rec->line;
 	if (e->cost) {
 		/* a faster (or slower) host: every recorded interval shrinks
 		 * (grows) by the same factor */
@@ -882,7 +882,11 @@ static int replay_one(struct engine *e, const struct eng_rec *er, char *err, siz
 			e->delay -= gap - host_ns(e, gap);
 		}
 		e->last_start = rec->start;
+		if (e->tlm)
+			timing_credit(e, er);
 	}
+	if (e->o->decisions)
+		e->o->decisions->line = rec->line;
 	/* modular: with a cost model the delay may be "negative" */
 	uint64_t now = rec->start + e->delay;
 	if (e->cost && (int64_t)(now - e->floor) < 0)
@@ -1128,6 +1132,7 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	if (e.cost) {
 		e.scale = e.cost->host_scale > 0 ? e.cost->host_scale : 1.0;
 		e.overhead = e.cost->api_overhead_ns > 0 ? (uint64_t)(e.cost->api_overhead_ns + 0.5) : 0;
+		timing_init(&e);
 		if (launch_prepass(&e, err, errlen) < 0)
 			goto out;
 	}

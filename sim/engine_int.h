@@ -159,6 +159,12 @@ struct engine {
 	uint64_t last_start;          /* recorded start of the previous record */
 	double scale;                 /* cost->host_scale */
 	uint64_t overhead;            /* cost->api_overhead_ns, rounded */
+	/* timeline model (sim/timing.c): the capture's own cost taken out */
+	int tlm;                      /* cost->timeline: the corrections apply */
+	uint64_t tl_api, tl_mem, tl_range, tl_call, tl_min_gap, tl_latency, tl_hit;
+	uint64_t tl_host_end;         /* recorded end of the latest host call or range start */
+	uint64_t tl_pending;          /* credit owed to the next host gap */
+	double tl_gpu;                /* cost->gpu_scale (timed replays), else 1 */
 	/* steps */
 	int x_steps;                  /* the trace has 'x step' records */
 	int step_open;
@@ -358,6 +364,11 @@ int foreign_finish(struct engine *e);
 int finish(struct engine *e, char *err, size_t errlen);
 int prepass(struct engine *e, char *err, size_t errlen);
 int launch_prepass(struct engine *e, char *err, size_t errlen);
+
+/* timing.c */
+void timing_init(struct engine *e);
+void timing_credit(struct engine *e, const struct eng_rec *er);
+uint64_t timing_call_credit(const struct engine *e, uint64_t dur);
 
 /* engine_pipe.c */
 int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreign_rule *fr);

@@ -1,0 +1,93 @@
+/*
+ * timing.c: the timeline model's corrections in the engine's timed replay
+ * (docs/timing.md, "Timeline model").
+ *
+ * The replay runs the host thread, the streams and the GPU as resources
+ * (engine.c): the host issues each record at its recorded time plus the
+ * delay the model has built up; GPU work is queued on its stream when its
+ * launch returns; a sync or a cudaFree waits for the simulated device.
+ * What this file adds is what makes the captured host timeline the
+ * uncaptured one:
+ *
+ *  - every recorded API call cost the captured host cap_api_ns outside the
+ *    call (CUPTI's callbacks, the record's bookkeeping), in the host gap
+ *    before it (a cudaMalloc/cudaFree: cap_mem_ns instead, its callback
+ *    and the allocation's source lookup); an NVTX range cap_range_ns (the injection library);
+ *    each comes off the gap before the record, never below min_gap_ns;
+ *  - inside each kept call (a launch, a memset, a sync's own part) the
+ *    capture cost cap_call_ns, never below min_gap_ns of call;
+ *  - a kernel starts launch_latency_ns after its launch returns at the
+ *    earliest;
+ *  - a request stream taken from a caching run (run --requests) still has
+ *    that allocator's own host cost per a/f record (trace_hit_ns) in its
+ *    gaps: it comes off the next gap, the policy then charges its own.
+ */
+#include "engine_int.h"
+
+static uint64_t ns_of(double v)
+{
+	return v > 0 ? (uint64_t)(v + 0.5) : 0;
+}
+
+void timing_init(struct engine *e)
+{
+	const struct cost_model *m = e->cost;
+	e->tl_gpu = m && m->gpu_scale > 0 ? m->gpu_scale : 1.0;
+	e->tlm = m && m->timeline;
+	if (!e->tlm)
+		return;
+	e->tl_api = ns_of(m->cap_api_ns);
+	e->tl_mem = ns_of(m->cap_mem_ns + m->dev_call_ns);
+	e->tl_range = ns_of(m->cap_range_ns);
+	e->tl_call = ns_of(m->cap_call_ns + m->api_overhead_ns);
+	e->tl_min_gap = ns_of(m->min_gap_ns);
+	e->tl_latency = ns_of(m->launch_latency_ns);
+	e->tl_hit = ns_of(m->trace_hit_ns);
+	e->tl_host_end = 0;
+	e->tl_pending = 0;
+}
+
+/* Before record ER is issued: take the capture's cost of it out of the
+ * recorded host gap in front of it (engine.c, replay_one). */
+void timing_credit(struct engine *e, const struct eng_rec *er)
+{
+	const struct trace_rec *r = &er->r;
+	uint64_t want;
+	switch (r->type) {
+	case TREC_API:
+		want = er->api_kind == COST_API_MALLOC || er->api_kind == COST_API_FREE
+			? e->tl_mem : e->tl_api;
+		break;
+	case TREC_RANGE:
+		want = e->tl_range;
+		break;
+	case TREC_ALLOC:
+	case TREC_FREE:
+		/* the recorded allocator's own cost: off the next gap */
+		e->tl_pending += e->tl_hit;
+		return;
+	default:
+		return;
+	}
+	want += e->tl_pending;
+	e->tl_pending = 0;
+	if (!e->tl_host_end)
+		e->tl_host_end = r->start;
+	uint64_t gap = r->start > e->tl_host_end ? r->start - e->tl_host_end : 0;
+	gap = gap > e->tl_min_gap ? gap - e->tl_min_gap : 0;
+	uint64_t credit = want < gap ? want : gap;
+	e->delay -= credit;
+	if (r->type == TREC_RANGE) {
+		if (r->start > e->tl_host_end)
+			e->tl_host_end = r->start;
+	} else if (r->end > e->tl_host_end) {
+		e->tl_host_end = r->end;
+	}
+}
+
+/* How much of a kept call's (scaled) duration DUR is the capture's. */
+uint64_t timing_call_credit(const struct engine *e, uint64_t dur)
+{
+	uint64_t room = dur > e->tl_min_gap ? dur - e->tl_min_gap : 0;
+	return e->tl_call < room ? e->tl_call : room;
+}

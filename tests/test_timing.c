@@ -1,0 +1,418 @@
+/*
+ * test_timing.c: the timeline model (device/timeline.c, sim/timing.c,
+ * sim/timing_merge.c; docs/timing.md "Timeline model"): the shipped cost
+ * table and its parser, the setup from a trace's header (capture mode,
+ * capture_overhead, GPU and driver, workload), the trace's own calls
+ * preferred over the table, the capture's share and per-record costs
+ * taken off the host, launch latency, gpu_scale, and `run --requests`.
+ */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../device/cost.h"
+#include "../sim/engine.h"
+#include "../sim/timing.h"
+#include "helpers.h"
+
+extern const struct alloc_policy policy_cuda_malloc;
+extern const struct alloc_policy policy_pytorch;
+
+struct sbuf { char *s; size_t n, cap; unsigned recs; };
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char line[512];
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	cr_assert(n > 0 && (size_t)n < sizeof line);
+	if (b->n + (size_t)n + 1 > b->cap) {
+		b->cap = (b->cap + (size_t)n + 1) * 2;
+		b->s = realloc(b->s, b->cap);
+		cr_assert_not_null(b->s);
+	}
+	memcpy(b->s + b->n, line, (size_t)n + 1);
+	b->n += (size_t)n;
+	if (strchr("afkcmyrpxg", line[0]) && line[1] == ' ')
+		b->recs++;
+}
+
+static void sb_end(struct sbuf *b)
+{
+	unsigned n = b->recs;
+	sb_printf(b, "end %u 0\n", n);
+}
+
+/* An H200 capture header (driver 580), capture mode callbacks, torch. */
+static void h200_header(struct sbuf *b, const char *extra_label)
+{
+	sb_printf(b, "gpumemsim-trace 1\nH producer gpumemsim-capture\nH gpu NVIDIA H200\n"
+		     "H driver 580.159.04\nL workload=torch\nL capture_api=callbacks\n");
+	if (extra_label)
+		sb_printf(b, "L %s\n", extra_label);
+}
+
+static void fit(const char *path, const char *knobs, struct cost_model *m)
+{
+	char err[512] = "";
+	cr_assert_eq(cost_fit_trace(path, knobs, m, err, sizeof err), 0, "%s", err);
+}
+
+static uint64_t step_ns(const char *path, const struct alloc_policy *pol, const struct cost_model *m)
+{
+	char err[512] = "";
+	struct sim_result r;
+	struct sim_options o = {.trace_path = path, .policy = pol, .cost = m};
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	uint64_t s = r.step_time_ns;
+	sim_result_free(&r);
+	return s;
+}
+
+/* The table compiled in is the shipped data file, byte for byte. */
+Test(timing, builtin_table_is_the_data_file)
+{
+	const char *name = NULL;
+	const char *t = cost_table_builtin("NVIDIA H200", "580.159.04", &name);
+	cr_assert_not_null(t);
+	cr_assert_str_eq(name, "h200-580");
+	char *f = th_slurp("traces/timing/cost/h200-580.tsv");
+	cr_assert_not_null(f, "traces/timing/cost/h200-580.tsv: unreadable");
+	cr_assert_str_eq(t, f, "device/timeline.c's copy differs from the data file: regenerate it");
+	free(f);
+	cr_assert_null(cost_table_builtin("NVIDIA A100", "580.159.04", NULL));
+	cr_assert_null(cost_table_builtin("NVIDIA H200", "550.1", NULL));
+	cr_assert_null(cost_table_builtin(NULL, NULL, NULL));
+}
+
+Test(timing, table_parse_and_lookup)
+{
+	struct cost_model m;
+	char err[256] = "";
+	cost_defaults(&m);
+	const char *t = "# comment\n"
+			"0\t1048576\t10000\t50\t7000\t50\n"
+			"1048576\t2097152\t60000\t10\t-1\t0\n"
+			"2097152\t4194304\t80000\t10\t50000\t10\n";
+	cr_assert_eq(cost_table_parse(&m, t, "t.tsv", err, sizeof err), 0, "%s", err);
+	cr_assert_str_eq(m.table_name, "t.tsv");
+	cr_assert_eq(m.malloc_c.ntab, 3);
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, 4096), 10000);
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, 1048576), 60000);
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, 3 << 20), 80000);
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, 1ull << 40), 80000); /* beyond: the last bin */
+	cr_assert_eq(cost_curve_ns(&m.free_c, 1048576), 7000);      /* no samples: the bin below */
+	m.malloc_c.extra_ns = 500;
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, 4096), 10500);
+	cr_assert_eq(cost_table_parse(&m, "0 10 x\n", "bad.tsv", err, sizeof err), -1);
+	cr_assert(strstr(err, "bad.tsv:1"), "%s", err);
+	cr_assert_eq(cost_table_parse(&m, "10 20 1 1 1 1\n0 10 1 1 1 1\n", "o.tsv", err, sizeof err), -1);
+	cr_assert(strstr(err, "out of order"), "%s", err);
+	cr_assert_eq(cost_table_parse(&m, "# only\n", "e.tsv", err, sizeof err), -1);
+	cr_assert_eq(cost_table_load(&m, "/nonexistent/t.tsv", err, sizeof err), -1);
+	cr_assert(strstr(err, "/nonexistent/t.tsv"), "%s", err);
+	/* the knob loads a file, "none" goes back to the curves */
+	cr_assert_eq(cost_parse(&m, "table=traces/timing/cost/h200-580.tsv", err, sizeof err), 0, "%s", err);
+	cr_assert_str_eq(m.table_name, "h200-580.tsv");
+	cr_assert_eq(cost_parse(&m, "table=none", err, sizeof err), 0, "%s", err);
+	cr_assert_eq(m.malloc_c.ntab, 0);
+}
+
+/* A capture's header picks the corrections, the table and the framework
+ * cost; a trace from elsewhere gets none of the capture's. */
+Test(timing, setup_from_the_header)
+{
+	struct sbuf b = {0};
+	char path[64];
+	struct cost_model m;
+	h200_header(&b, NULL);
+	sb_printf(&b, "x 1000 step 1\n");
+	sb_end(&b);
+	th_tmpfile(path, sizeof path, "tlsetup", b.s);
+	fit(path, NULL, &m);
+	cr_assert_eq(m.timeline, 1);
+	cr_assert_str_eq(m.cap_mode, "callbacks");
+	cr_assert_str_eq(m.table_name, "h200-580");
+	cr_assert_float_eq(m.host_scale, 0.75, 1e-9);
+	cr_assert_eq(m.scale_calls, 0);
+	cr_assert_float_eq(m.dev_call_ns, 12000, 1e-9);
+	cr_assert_float_eq(m.malloc_c.extra_ns, 12000, 1e-9);
+	cr_assert_float_eq(m.launch_latency_ns, 3000, 1e-9);
+	/* timeline=0: the fit alone, as before the timeline model */
+	fit(path, "timeline=0", &m);
+	cr_assert_eq(m.timeline, 0);
+	cr_assert_eq(m.malloc_c.ntab, 0);
+	cr_assert_float_eq(m.host_scale, 1, 1e-9);
+	cr_assert_float_eq(m.dev_call_ns, 0, 1e-9);
+	unlink(path);
+	free(b.s);
+
+	/* the capture_overhead field wins over the mode's defaults */
+	memset(&b, 0, sizeof b);
+	h200_header(&b, "capture_overhead=share=0.5,api_ns=2000,range_ns=300");
+	sb_printf(&b, "x 1000 step 1\n");
+	sb_end(&b);
+	th_tmpfile(path, sizeof path, "tlsetup", b.s);
+	fit(path, NULL, &m);
+	cr_assert_str_eq(m.cap_mode, "header");
+	cr_assert_float_eq(m.host_scale, 0.5, 1e-9);
+	cr_assert_float_eq(m.cap_api_ns, 2000, 1e-9);
+	cr_assert_float_eq(m.cap_range_ns, 300, 1e-9);
+	unlink(path);
+	free(b.s);
+
+	memset(&b, 0, sizeof b);
+	h200_header(&b, "capture_overhead=bogus_ns=1");
+	sb_printf(&b, "x 1000 step 1\n");
+	sb_end(&b);
+	th_tmpfile(path, sizeof path, "tlsetup", b.s);
+	char err[256] = "";
+	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), -1);
+	cr_assert(strstr(err, "bogus_ns"), "%s", err);
+	unlink(path);
+	free(b.s);
+
+	/* not a capture (an import, a synthetic trace): no capture corrections */
+	memset(&b, 0, sizeof b);
+	sb_printf(&b, "gpumemsim-trace 1\nL workload=cnn\n");
+	sb_printf(&b, "x 1000 step 1\n");
+	sb_end(&b);
+	th_tmpfile(path, sizeof path, "tlsetup", b.s);
+	fit(path, NULL, &m);
+	cr_assert_str_eq(m.cap_mode, "none");
+	cr_assert_float_eq(m.host_scale, 1, 1e-9);
+	cr_assert_float_eq(m.dev_call_ns, 0, 1e-9);
+	cr_assert_eq(m.malloc_c.ntab, 0);
+	unlink(path);
+	free(b.s);
+}
+
+/* Bins where the capture has enough calls of its own use them. */
+Test(timing, own_calls_beat_the_table)
+{
+	struct sbuf b = {0};
+	char path[64];
+	struct cost_model m;
+	h200_header(&b, NULL);
+	sb_printf(&b, "S 0 cudaMalloc\n");
+	uint64_t t = 1000;
+	for (int i = 0; i < 40; i++) {
+		sb_printf(&b, "p %lu %lu 0 %d\n", t, t + 3000, i + 1);
+		sb_printf(&b, "a %lu 0x%lx 4096 - 3 0 %d -\n", t + 1, 0x10000000ul * (i + 1), i + 1);
+		t += 10000;
+	}
+	/* 5 large ones: too few, the table's bin stays */
+	for (int i = 0; i < 5; i++) {
+		sb_printf(&b, "p %lu %lu 0 %d\n", t, t + 1000, 100 + i);
+		sb_printf(&b, "a %lu 0x%lx %lu - 3 0 %d -\n", t + 1, 0x20000000ul * (i + 1),
+			  3ul << 20, 100 + i);
+		t += 10000;
+	}
+	sb_end(&b);
+	th_tmpfile(path, sizeof path, "tlown", b.s);
+	struct cost_model tab;
+	char err[256];
+	cost_defaults(&tab);
+	cr_assert_eq(cost_table_parse(&tab, cost_table_builtin("H200", "580.1", NULL), "x", err,
+				      sizeof err), 0);
+	fit(path, NULL, &m);
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, 4096), 3000 + 12000); /* own, + PyTorch's path */
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, 3ul << 20), cost_curve_ns(&tab.malloc_c, 3ul << 20) + 12000);
+	unlink(path);
+	free(b.s);
+}
+
+/* Launches 20 us apart on the host, kernels of 5 us: host-bound. The
+ * capture's share comes off the gaps and the calls, a per-record cost off
+ * the gap before each call (never below min_gap). */
+static void host_bound(char *path, size_t len, const char *label)
+{
+	struct sbuf b = {0};
+	h200_header(&b, label);
+	sb_printf(&b, "S 0 cudaLaunchKernel\nS 1 kern\nS 2 step 0\nS 3 step 1\nS 4 step 2\n"
+		      "S 5 tail\n");
+	uint64_t t = 1000000;
+	unsigned corr = 1;
+	for (int s = 0; s < 3; s++) {
+		uint64_t s0 = t;
+		char lines[64][160];
+		int nl = 0;
+		for (int i = 0; i < 10; i++) {
+			uint64_t p = t + 16000; /* 16 us gap, 4 us call */
+			snprintf(lines[nl++], sizeof lines[0], "p %lu %lu 0 %u", p, p + 4000, corr);
+			snprintf(lines[nl++], sizeof lines[0], "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u",
+				 p + 4500, p + 9500, corr);
+			corr++;
+			t = p + 4000;
+		}
+		t += 10000;
+		sb_printf(&b, "r %lu %lu %d 0\n", s0, t, 2 + s);
+		for (int i = 0; i < nl; i++)
+			sb_printf(&b, "%s\n", lines[i]);
+	}
+	/* a record after the last step, so that it ends at its range's end */
+	sb_printf(&b, "r %lu %lu 5 0\n", t + 5000, t + 6000);
+	sb_end(&b);
+	th_tmpfile(path, len, "tlhost", b.s);
+	free(b.s);
+}
+
+Test(timing, capture_cost_comes_off_the_host)
+{
+	char path[64];
+	struct cost_model m;
+	host_bound(path, sizeof path, NULL);
+	/* recorded: 10 x (16 + 4) + 10 us = 210 us a step */
+	fit(path, "timeline=0", &m);
+	uint64_t rec = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(rec, 210000, "%lu", rec);
+	/* share 0.25: gaps and calls x 0.75; the last kernel ends 5 us + the
+	 * 3 us launch latency after its launch returns */
+	fit(path, NULL, &m);
+	uint64_t s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * 15000 + 3000 + 5000, "%lu", s);
+	/* per record: 6 us of each 16 us gap before a call (the gap
+	 * closing the step is not before one), never below min_gap */
+	fit(path, "host_scale=1,cap_api_us=6,launch_latency_us=0", &m);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * 14000 + 10000, "%lu", s);
+	fit(path, "host_scale=1,cap_api_us=100,min_gap_us=2,launch_latency_us=0", &m);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * 6000 + 10000, "%lu", s);
+	/* inside the calls */
+	fit(path, "host_scale=1,cap_call_us=2,launch_latency_us=0", &m);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * 18000 + 10000, "%lu", s);
+	unlink(path);
+}
+
+/* gpu_scale stretches every GPU duration: a GPU-bound step follows it. */
+Test(timing, gpu_scale_scales_kernel_time)
+{
+	char path[64];
+	struct cost_model m;
+	host_bound(path, sizeof path, NULL);
+	fit(path, "host_scale=1,launch_latency_us=0,gpu_scale=10", &m);
+	uint64_t s = step_ns(path, &policy_cuda_malloc, &m);
+	/* kernels of 50 us, launched every 20 us: the GPU sets the pace (the
+	 * steps do not synchronise first, so the backlog grows) */
+	cr_assert_geq(s, 10 * 50000, "%lu", s);
+	fit(path, "host_scale=1,launch_latency_us=0", &m);
+	cr_assert_eq(step_ns(path, &policy_cuda_malloc, &m), 210000);
+	char err[128];
+	cr_assert_eq(cost_parse(&m, "gpu_scale=0", err, sizeof err), -1);
+	unlink(path);
+}
+
+/* The caching-on capture C (no requests in its steps) takes the requests
+ * of the no-caching capture N, aligned by launch within each step. */
+Test(timing, requests_merge_by_launch)
+{
+	struct sbuf c = {0}, n = {0};
+	char cp[64], np[64], out[64];
+	sb_printf(&c, "gpumemsim-trace 1\nL workload=torch\nS 0 cudaLaunchKernel\nS 1 kern\n"
+		      "S 2 step 0\nS 3 step 1\nS 4 cudaMalloc\n");
+	sb_printf(&n, "gpumemsim-trace 1\nL workload=torch\nS 0 cudaLaunchKernel\nS 1 kern\n"
+		      "S 2 step 0\nS 3 step 1\nS 4 cudaMalloc\nS 5 cudaFree\n");
+	/* C: a segment made before the steps (dropped), 2 steps x 3 launches */
+	sb_printf(&c, "p 100 200 4 1\n");
+	sb_printf(&c, "a 150 0x900000000 2097152 - 3 0 1 -\n");
+	uint64_t t = 1000;
+	unsigned corr = 10;
+	for (int s = 0; s < 2; s++) {
+		sb_printf(&c, "r %lu %lu %d 0\n", t, t + 900, 2 + s);
+		for (int i = 0; i < 3; i++) {
+			sb_printf(&c, "p %lu %lu 0 %u\n", t + 100 + 200 * i, t + 150 + 200 * i, corr);
+			sb_printf(&c, "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u\n", t + 160 + 200 * i,
+				  t + 190 + 200 * i, corr);
+			corr++;
+		}
+		t += 1000;
+	}
+	sb_end(&c);
+	/* N: in each step, alloc before the first launch, free after the second */
+	t = 50000;
+	corr = 10;
+	for (int s = 0; s < 2; s++) {
+		sb_printf(&n, "r %lu %lu %d 0\n", t, t + 5000, 2 + s);
+		sb_printf(&n, "p %lu %lu 4 %u\n", t + 10, t + 60, corr);
+		sb_printf(&n, "a %lu 0x%lx 4096 - 3 0 %u -\n", t + 20, 0x100000ul * (s + 1), corr);
+		corr++;
+		for (int i = 0; i < 3; i++) {
+			sb_printf(&n, "p %lu %lu 0 %u\n", t + 100 + 1000 * i, t + 150 + 1000 * i, corr);
+			corr++;
+			if (i == 1) {
+				sb_printf(&n, "p %lu %lu 5 %u\n", t + 1200, t + 1300, corr);
+				sb_printf(&n, "f %lu 0x%lx 4096 - 3 0 %u -\n", t + 1210,
+					  0x100000ul * (s + 1), corr);
+				corr++;
+			}
+		}
+		t += 10000;
+	}
+	sb_end(&n);
+	th_tmpfile(cp, sizeof cp, "tlreqc", c.s);
+	th_tmpfile(np, sizeof np, "tlreqn", n.s);
+	th_tmpname(out, sizeof out, "tlreqo");
+	char err[256] = "";
+	cr_assert_eq(timing_merge_requests(cp, np, out, err, sizeof err), 0, "%s", err);
+	struct trace_reader *rd = trace_reader_open(out);
+	cr_assert_eq(trace_reader_status(rd), 0);
+	struct trace_rec r;
+	uint64_t at[4], fr[4];
+	int na = 0, nf = 0;
+	while (trace_reader_next(rd, &r) == TRACE_OK) {
+		if (r.type == TREC_ALLOC)
+			at[na++] = r.start;
+		if (r.type == TREC_FREE)
+			fr[nf++] = r.start;
+	}
+	trace_reader_close(rd);
+	cr_assert_eq(na, 2); /* C's own segment is gone */
+	cr_assert_eq(nf, 2);
+	cr_assert_eq(at[0], 1000);      /* step 0's start in C */
+	cr_assert_eq(fr[0], 1000 + 350); /* C's second launch of step 0 returned */
+	cr_assert_eq(at[1], 2000);
+	cr_assert_eq(fr[1], 2000 + 350);
+	unlink(out);
+	/* not a pair of stepped traces: an error naming the file */
+	struct sbuf e = {0};
+	sb_printf(&e, "gpumemsim-trace 1\n");
+	sb_printf(&e, "x 10 step 1\n");
+	sb_end(&e);
+	char ep[64];
+	th_tmpfile(ep, sizeof ep, "tlreqe", e.s);
+	cr_assert_eq(timing_merge_requests(cp, ep, out, err, sizeof err), -1);
+	cr_assert(strstr(err, ep), "%s", err);
+	unlink(ep);
+	unlink(cp);
+	unlink(np);
+	free(c.s);
+	free(n.s);
+	free(e.s);
+}
+
+/* The CLI: --requests replays the merged trace (and leaves no file). */
+Test(timing, cli_requests)
+{
+	const char *bin = th_bin();
+	(void)bin;
+	char cmd[1024], buf[8192];
+	snprintf(cmd, sizeof cmd,
+		 "%s run traces/timing/h200/resnet18-b32-cap-caching.trace.gz --policy cuda_malloc "
+		 "--requests traces/timing/h200/resnet18-b32-cap-nocaching.trace.gz --no-db --json",
+		 th_bin());
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	cr_assert(strstr(buf, "\"timeline\": true") || strstr(buf, "\"timeline\":true"), "%s", buf);
+	cr_assert(strstr(buf, "h200-580"), "%s", buf);
+	snprintf(cmd, sizeof cmd,
+		 "%s run traces/timing/h200/resnet18-b32-cap-caching.trace.gz --policy cuda_malloc "
+		 "--requests /nonexistent.trace.gz --no-db", th_bin());
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 1, "%s", buf);
+	cr_assert(strstr(buf, "--requests"), "%s", buf);
+}
