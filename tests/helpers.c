@@ -223,3 +223,28 @@ void th_results_teardown(struct th_results *f)
 	if (f->dir[0])
 		th_sh("rm -rf '%s'", f->dir);
 }
+
+void th_sb_printf(struct th_sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char line[512];
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	cr_assert(n > 0 && (size_t)n < sizeof line);
+	if (b->n + (size_t)n + 1 > b->cap) {
+		b->cap = (b->cap + (size_t)n + 1) * 2;
+		b->s = realloc(b->s, b->cap);
+		cr_assert_not_null(b->s);
+	}
+	memcpy(b->s + b->n, line, (size_t)n + 1);
+	b->n += (size_t)n;
+	if (strchr("afkcmyrpxg", line[0]) && line[1] == ' ')
+		b->recs++;
+}
+
+void th_sb_end(struct th_sbuf *b)
+{
+	unsigned n = b->recs;
+	th_sb_printf(b, "end %u 0\n", n);
+}

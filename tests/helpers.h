@@ -76,4 +76,12 @@ struct th_results {
 void th_results_setup(struct th_results *f);
 void th_results_teardown(struct th_results *f);
 
+/* A trace built in memory, line by line (printf-style, one line or more
+ * per call), counting its records for the `end` trailer: a line that
+ * starts with a record type letter and a space is a record. */
+struct th_sbuf { char *s; size_t n, cap; unsigned recs; };
+void th_sb_printf(struct th_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append "end RECORDS 0". */
+void th_sb_end(struct th_sbuf *b);
+
 #endif /* TESTS_HELPERS_H */

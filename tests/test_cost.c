@@ -19,33 +19,6 @@
 
 extern const struct alloc_policy policy_cuda_malloc;
 
-struct sbuf { char *s; size_t n, cap; unsigned recs; };
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	char line[512];
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	cr_assert(n > 0 && (size_t)n < sizeof line);
-	if (b->n + (size_t)n + 1 > b->cap) {
-		b->cap = (b->cap + (size_t)n + 1) * 2;
-		b->s = realloc(b->s, b->cap);
-		cr_assert_not_null(b->s);
-	}
-	memcpy(b->s + b->n, line, (size_t)n + 1);
-	b->n += (size_t)n;
-	if (line[0] != 'S' && strncmp(line, "gpumemsim", 9))
-		b->recs++;
-}
-
-static void sb_end(struct sbuf *b)
-{
-	unsigned n = b->recs;
-	sb_printf(b, "end %u 0\n", n);
-}
-
 static void run_timed(const char *path, const struct cost_model *m, struct sim_result *r)
 {
 	char err[512] = "";
@@ -82,24 +55,24 @@ Test(cost, knobs_parse_and_bad_knob_is_named)
  * their own plus the wait for a kernel queued just before them. */
 Test(cost, fit_from_api_records)
 {
-	struct sbuf b = {0};
+	struct th_sbuf b = {0};
 	char path[64], err[256];
 	uint64_t t = 1000, corr = 1;
-	sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaFree\n");
+	th_sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaFree\n");
 	for (int i = 0; i < 40; i++) {
 		uint64_t bytes = i % 2 ? 4096 : (uint64_t)(1 + i % 8) << 20;
 		uint64_t md = bytes < COST_SMALL_LIMIT ? 5000 : 100000 + 10000 * (bytes >> 20);
-		sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + md, corr);
-		sb_printf(&b, "a %lu 0x%lx %lu - 3 0 %lu -\n", t + 1, 0x10000000ul * (i + 1), bytes, corr);
+		th_sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + md, corr);
+		th_sb_printf(&b, "a %lu 0x%lx %lu - 3 0 %lu -\n", t + 1, 0x10000000ul * (i + 1), bytes, corr);
 		corr++;
 		t += md + 100;
-		sb_printf(&b, "k %lu %lu 7 0 1,1,1 1,1,1 0 0 0\n", t, t + 2000);
-		sb_printf(&b, "p %lu %lu 1 %lu\n", t + 10, t + 2000 + 3000, corr);
-		sb_printf(&b, "f %lu 0x%lx %lu - 3 0 %lu -\n", t + 11, 0x10000000ul * (i + 1), bytes, corr);
+		th_sb_printf(&b, "k %lu %lu 7 0 1,1,1 1,1,1 0 0 0\n", t, t + 2000);
+		th_sb_printf(&b, "p %lu %lu 1 %lu\n", t + 10, t + 2000 + 3000, corr);
+		th_sb_printf(&b, "f %lu 0x%lx %lu - 3 0 %lu -\n", t + 11, 0x10000000ul * (i + 1), bytes, corr);
 		corr++;
 		t += 6000;
 	}
-	sb_end(&b);
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "cost", b.s);
 	struct cost_model m;
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
@@ -138,15 +111,15 @@ Test(cost, defaults_without_api_records)
 Test(cost, cuda_malloc_prediction_is_exact)
 {
 	const uint64_t n = 10, G = 1000, K = 500, M = 10000, F = 5000;
-	struct sbuf b = {0};
+	struct th_sbuf b = {0};
 	char path[64], err[256];
-	sb_printf(&b, "gpumemsim-trace 1\nS 0 kern\n");
+	th_sb_printf(&b, "gpumemsim-trace 1\nS 0 kern\n");
 	for (uint64_t i = 0; i < n; i++) {
-		sb_printf(&b, "a %lu 0x%lx 4096 -\n", i * G, 0x1000 * (i + 1));
-		sb_printf(&b, "k %lu %lu 7 0 1,1,1 1,1,1 0 0 0\n", i * G + 10, i * G + 10 + K);
-		sb_printf(&b, "f %lu 0x%lx 4096 -\n", i * G + 20, 0x1000 * (i + 1));
+		th_sb_printf(&b, "a %lu 0x%lx 4096 -\n", i * G, 0x1000 * (i + 1));
+		th_sb_printf(&b, "k %lu %lu 7 0 1,1,1 1,1,1 0 0 0\n", i * G + 10, i * G + 10 + K);
+		th_sb_printf(&b, "f %lu 0x%lx 4096 -\n", i * G + 20, 0x1000 * (i + 1));
 	}
-	sb_end(&b);
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "cost", b.s);
 	struct cost_model m;
 	cost_defaults(&m);
@@ -177,29 +150,29 @@ Test(cost, cuda_malloc_prediction_is_exact)
 Test(cost, round_trip_and_steps)
 {
 	const uint64_t M = 7000, F = 4000, K = 30000, gap = 2000;
-	struct sbuf b = {0};
+	struct th_sbuf b = {0};
 	char path[64], err[256];
 	uint64_t t = 100, corr = 1;
-	sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaFree\nS 2 kern\n");
+	th_sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaMalloc\nS 1 cudaFree\nS 2 kern\n");
 	for (int step = 0; step < 4; step++) {
-		sb_printf(&b, "x %lu step %d\n", t, step);
+		th_sb_printf(&b, "x %lu step %d\n", t, step);
 		for (int i = 0; i < 5; i++) {
 			uint64_t addr = 0x100000ul * (uint64_t)(step * 8 + i + 1);
-			sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + M, corr);
-			sb_printf(&b, "a %lu 0x%lx 65536 - 3 0 %lu -\n", t + M / 2, addr, corr);
+			th_sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + M, corr);
+			th_sb_printf(&b, "a %lu 0x%lx 65536 - 3 0 %lu -\n", t + M / 2, addr, corr);
 			corr++;
 			t += M + 10;
-			sb_printf(&b, "k %lu %lu 7 2 1,1,1 1,1,1 0 0 0\n", t, t + K);
+			th_sb_printf(&b, "k %lu %lu 7 2 1,1,1 1,1,1 0 0 0\n", t, t + K);
 			t += gap;
 			/* the free waits for the kernel, then does its own work */
 			uint64_t kend = t - gap + K;
-			sb_printf(&b, "p %lu %lu 1 %lu\n", t, kend + F, corr);
-			sb_printf(&b, "f %lu 0x%lx 65536 - 3 0 %lu -\n", t + 1, addr, corr);
+			th_sb_printf(&b, "p %lu %lu 1 %lu\n", t, kend + F, corr);
+			th_sb_printf(&b, "f %lu 0x%lx 65536 - 3 0 %lu -\n", t + 1, addr, corr);
 			corr++;
 			t = kend + F + gap;
 		}
 	}
-	sb_end(&b);
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "cost", b.s);
 	struct cost_model m;
 	cr_assert_eq(cost_fit_trace(path, "hit_us=0", &m, err, sizeof err), 0, "%s", err);
@@ -356,24 +329,24 @@ Test(cost, scale_calls_keeps_device_costs)
 Test(cost, free_wait_counts_work_recorded_after_the_free)
 {
 	for (int ids = 0; ids < 2; ids++) {
-		struct sbuf b = {0};
+		struct th_sbuf b = {0};
 		char path[64], err[256];
 		uint64_t t = 1000, corr = 1;
-		sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 cudaFree\nS 2 kern\n");
+		th_sb_printf(&b, "gpumemsim-trace 1\nS 0 cudaLaunchKernel\nS 1 cudaFree\nS 2 kern\n");
 		for (int i = 0; i < 9; i++) {
 			uint64_t bytes = 4096, kc = ids ? corr : 0;
-			sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + 1000, kc);
+			th_sb_printf(&b, "p %lu %lu 0 %lu\n", t, t + 1000, kc);
 			corr++;
 			/* free from t+1100; the kernel runs t+1200..t+3200; the
 			 * free's own 3000 ns follow */
-			sb_printf(&b, "p %lu %lu 1 %lu\n", t + 1100, t + 6200, ids ? corr : 0);
-			sb_printf(&b, "f %lu 0x%lx %lu - 3 0 %lu -\n", t + 1101, 0x1000ul * (i + 1),
+			th_sb_printf(&b, "p %lu %lu 1 %lu\n", t + 1100, t + 6200, ids ? corr : 0);
+			th_sb_printf(&b, "f %lu 0x%lx %lu - 3 0 %lu -\n", t + 1101, 0x1000ul * (i + 1),
 				  bytes, ids ? corr : 0);
-			sb_printf(&b, "k %lu %lu 7 2 1,1,1 1,1,1 0 0 %lu\n", t + 1200, t + 3200, kc);
+			th_sb_printf(&b, "k %lu %lu 7 2 1,1,1 1,1,1 0 0 %lu\n", t + 1200, t + 3200, kc);
 			corr++;
 			t += 10000;
 		}
-		sb_end(&b);
+		th_sb_end(&b);
 		th_tmpfile(path, sizeof path, "cost", b.s);
 		struct cost_model m;
 		cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);

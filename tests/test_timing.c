@@ -21,40 +21,13 @@
 extern const struct alloc_policy policy_cuda_malloc;
 extern const struct alloc_policy policy_pytorch;
 
-struct sbuf { char *s; size_t n, cap; unsigned recs; };
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	char line[512];
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	cr_assert(n > 0 && (size_t)n < sizeof line);
-	if (b->n + (size_t)n + 1 > b->cap) {
-		b->cap = (b->cap + (size_t)n + 1) * 2;
-		b->s = realloc(b->s, b->cap);
-		cr_assert_not_null(b->s);
-	}
-	memcpy(b->s + b->n, line, (size_t)n + 1);
-	b->n += (size_t)n;
-	if (strchr("afkcmyrpxg", line[0]) && line[1] == ' ')
-		b->recs++;
-}
-
-static void sb_end(struct sbuf *b)
-{
-	unsigned n = b->recs;
-	sb_printf(b, "end %u 0\n", n);
-}
-
 /* An H200 capture header (driver 580), capture mode callbacks, torch. */
-static void h200_header(struct sbuf *b, const char *extra_label)
+static void h200_header(struct th_sbuf *b, const char *extra_label)
 {
-	sb_printf(b, "gpumemsim-trace 1\nH producer gpumemsim-capture\nH gpu NVIDIA H200\n"
+	th_sb_printf(b, "gpumemsim-trace 1\nH producer gpumemsim-capture\nH gpu NVIDIA H200\n"
 		     "H driver 580.159.04\nL workload=torch\nL capture_api=callbacks\n");
 	if (extra_label)
-		sb_printf(b, "L %s\n", extra_label);
+		th_sb_printf(b, "L %s\n", extra_label);
 }
 
 static void fit(const char *path, const char *knobs, struct cost_model *m)
@@ -127,12 +100,12 @@ Test(timing, table_parse_and_lookup)
  * cost; a trace from elsewhere gets none of the capture's. */
 Test(timing, setup_from_the_header)
 {
-	struct sbuf b = {0};
+	struct th_sbuf b = {0};
 	char path[64];
 	struct cost_model m;
 	h200_header(&b, NULL);
-	sb_printf(&b, "x 1000 step 1\n");
-	sb_end(&b);
+	th_sb_printf(&b, "x 1000 step 1\n");
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "tlsetup", b.s);
 	fit(path, NULL, &m);
 	cr_assert_eq(m.timeline, 1);
@@ -155,8 +128,8 @@ Test(timing, setup_from_the_header)
 	/* the capture_overhead field wins over the mode's defaults */
 	memset(&b, 0, sizeof b);
 	h200_header(&b, "capture_overhead=share=0.5,api_ns=2000,range_ns=300");
-	sb_printf(&b, "x 1000 step 1\n");
-	sb_end(&b);
+	th_sb_printf(&b, "x 1000 step 1\n");
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "tlsetup", b.s);
 	fit(path, NULL, &m);
 	cr_assert_str_eq(m.cap_mode, "header");
@@ -168,8 +141,8 @@ Test(timing, setup_from_the_header)
 
 	memset(&b, 0, sizeof b);
 	h200_header(&b, "capture_overhead=bogus_ns=1");
-	sb_printf(&b, "x 1000 step 1\n");
-	sb_end(&b);
+	th_sb_printf(&b, "x 1000 step 1\n");
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "tlsetup", b.s);
 	char err[256] = "";
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), -1);
@@ -179,9 +152,9 @@ Test(timing, setup_from_the_header)
 
 	/* not a capture (an import, a synthetic trace): no capture corrections */
 	memset(&b, 0, sizeof b);
-	sb_printf(&b, "gpumemsim-trace 1\nL workload=cnn\n");
-	sb_printf(&b, "x 1000 step 1\n");
-	sb_end(&b);
+	th_sb_printf(&b, "gpumemsim-trace 1\nL workload=cnn\n");
+	th_sb_printf(&b, "x 1000 step 1\n");
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "tlsetup", b.s);
 	fit(path, NULL, &m);
 	cr_assert_str_eq(m.cap_mode, "none");
@@ -195,25 +168,25 @@ Test(timing, setup_from_the_header)
 /* Bins where the capture has enough calls of its own use them. */
 Test(timing, own_calls_beat_the_table)
 {
-	struct sbuf b = {0};
+	struct th_sbuf b = {0};
 	char path[64];
 	struct cost_model m;
 	h200_header(&b, NULL);
-	sb_printf(&b, "S 0 cudaMalloc\n");
+	th_sb_printf(&b, "S 0 cudaMalloc\n");
 	uint64_t t = 1000;
 	for (int i = 0; i < 40; i++) {
-		sb_printf(&b, "p %lu %lu 0 %d\n", t, t + 3000, i + 1);
-		sb_printf(&b, "a %lu 0x%lx 4096 - 3 0 %d -\n", t + 1, 0x10000000ul * (i + 1), i + 1);
+		th_sb_printf(&b, "p %lu %lu 0 %d\n", t, t + 3000, i + 1);
+		th_sb_printf(&b, "a %lu 0x%lx 4096 - 3 0 %d -\n", t + 1, 0x10000000ul * (i + 1), i + 1);
 		t += 10000;
 	}
 	/* 5 large ones: too few, the table's bin stays */
 	for (int i = 0; i < 5; i++) {
-		sb_printf(&b, "p %lu %lu 0 %d\n", t, t + 1000, 100 + i);
-		sb_printf(&b, "a %lu 0x%lx %lu - 3 0 %d -\n", t + 1, 0x20000000ul * (i + 1),
+		th_sb_printf(&b, "p %lu %lu 0 %d\n", t, t + 1000, 100 + i);
+		th_sb_printf(&b, "a %lu 0x%lx %lu - 3 0 %d -\n", t + 1, 0x20000000ul * (i + 1),
 			  3ul << 20, 100 + i);
 		t += 10000;
 	}
-	sb_end(&b);
+	th_sb_end(&b);
 	th_tmpfile(path, sizeof path, "tlown", b.s);
 	struct cost_model tab;
 	char err[256];
@@ -232,9 +205,9 @@ Test(timing, own_calls_beat_the_table)
  * the gap before each call (never below min_gap). */
 static void host_bound(char *path, size_t len, const char *label)
 {
-	struct sbuf b = {0};
+	struct th_sbuf b = {0};
 	h200_header(&b, label);
-	sb_printf(&b, "S 0 cudaLaunchKernel\nS 1 kern\nS 2 step 0\nS 3 step 1\nS 4 step 2\n"
+	th_sb_printf(&b, "S 0 cudaLaunchKernel\nS 1 kern\nS 2 step 0\nS 3 step 1\nS 4 step 2\n"
 		      "S 5 tail\n");
 	uint64_t t = 1000000;
 	unsigned corr = 1;
@@ -251,13 +224,13 @@ static void host_bound(char *path, size_t len, const char *label)
 			t = p + 4000;
 		}
 		t += 10000;
-		sb_printf(&b, "r %lu %lu %d 0\n", s0, t, 2 + s);
+		th_sb_printf(&b, "r %lu %lu %d 0\n", s0, t, 2 + s);
 		for (int i = 0; i < nl; i++)
-			sb_printf(&b, "%s\n", lines[i]);
+			th_sb_printf(&b, "%s\n", lines[i]);
 	}
 	/* a record after the last step, so that it ends at its range's end */
-	sb_printf(&b, "r %lu %lu 5 0\n", t + 5000, t + 6000);
-	sb_end(&b);
+	th_sb_printf(&b, "r %lu %lu 5 0\n", t + 5000, t + 6000);
+	th_sb_end(&b);
 	th_tmpfile(path, len, "tlhost", b.s);
 	free(b.s);
 }
@@ -313,49 +286,49 @@ Test(timing, gpu_scale_scales_kernel_time)
  * of the no-caching capture N, aligned by launch within each step. */
 Test(timing, requests_merge_by_launch)
 {
-	struct sbuf c = {0}, n = {0};
+	struct th_sbuf c = {0}, n = {0};
 	char cp[64], np[64], out[64];
-	sb_printf(&c, "gpumemsim-trace 1\nL workload=torch\nS 0 cudaLaunchKernel\nS 1 kern\n"
+	th_sb_printf(&c, "gpumemsim-trace 1\nL workload=torch\nS 0 cudaLaunchKernel\nS 1 kern\n"
 		      "S 2 step 0\nS 3 step 1\nS 4 cudaMalloc\n");
-	sb_printf(&n, "gpumemsim-trace 1\nL workload=torch\nS 0 cudaLaunchKernel\nS 1 kern\n"
+	th_sb_printf(&n, "gpumemsim-trace 1\nL workload=torch\nS 0 cudaLaunchKernel\nS 1 kern\n"
 		      "S 2 step 0\nS 3 step 1\nS 4 cudaMalloc\nS 5 cudaFree\n");
 	/* C: a segment made before the steps (dropped), 2 steps x 3 launches */
-	sb_printf(&c, "p 100 200 4 1\n");
-	sb_printf(&c, "a 150 0x900000000 2097152 - 3 0 1 -\n");
+	th_sb_printf(&c, "p 100 200 4 1\n");
+	th_sb_printf(&c, "a 150 0x900000000 2097152 - 3 0 1 -\n");
 	uint64_t t = 1000;
 	unsigned corr = 10;
 	for (int s = 0; s < 2; s++) {
-		sb_printf(&c, "r %lu %lu %d 0\n", t, t + 900, 2 + s);
+		th_sb_printf(&c, "r %lu %lu %d 0\n", t, t + 900, 2 + s);
 		for (int i = 0; i < 3; i++) {
-			sb_printf(&c, "p %lu %lu 0 %u\n", t + 100 + 200 * i, t + 150 + 200 * i, corr);
-			sb_printf(&c, "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u\n", t + 160 + 200 * i,
+			th_sb_printf(&c, "p %lu %lu 0 %u\n", t + 100 + 200 * i, t + 150 + 200 * i, corr);
+			th_sb_printf(&c, "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u\n", t + 160 + 200 * i,
 				  t + 190 + 200 * i, corr);
 			corr++;
 		}
 		t += 1000;
 	}
-	sb_end(&c);
+	th_sb_end(&c);
 	/* N: in each step, alloc before the first launch, free after the second */
 	t = 50000;
 	corr = 10;
 	for (int s = 0; s < 2; s++) {
-		sb_printf(&n, "r %lu %lu %d 0\n", t, t + 5000, 2 + s);
-		sb_printf(&n, "p %lu %lu 4 %u\n", t + 10, t + 60, corr);
-		sb_printf(&n, "a %lu 0x%lx 4096 - 3 0 %u -\n", t + 20, 0x100000ul * (s + 1), corr);
+		th_sb_printf(&n, "r %lu %lu %d 0\n", t, t + 5000, 2 + s);
+		th_sb_printf(&n, "p %lu %lu 4 %u\n", t + 10, t + 60, corr);
+		th_sb_printf(&n, "a %lu 0x%lx 4096 - 3 0 %u -\n", t + 20, 0x100000ul * (s + 1), corr);
 		corr++;
 		for (int i = 0; i < 3; i++) {
-			sb_printf(&n, "p %lu %lu 0 %u\n", t + 100 + 1000 * i, t + 150 + 1000 * i, corr);
+			th_sb_printf(&n, "p %lu %lu 0 %u\n", t + 100 + 1000 * i, t + 150 + 1000 * i, corr);
 			corr++;
 			if (i == 1) {
-				sb_printf(&n, "p %lu %lu 5 %u\n", t + 1200, t + 1300, corr);
-				sb_printf(&n, "f %lu 0x%lx 4096 - 3 0 %u -\n", t + 1210,
+				th_sb_printf(&n, "p %lu %lu 5 %u\n", t + 1200, t + 1300, corr);
+				th_sb_printf(&n, "f %lu 0x%lx 4096 - 3 0 %u -\n", t + 1210,
 					  0x100000ul * (s + 1), corr);
 				corr++;
 			}
 		}
 		t += 10000;
 	}
-	sb_end(&n);
+	th_sb_end(&n);
 	th_tmpfile(cp, sizeof cp, "tlreqc", c.s);
 	th_tmpfile(np, sizeof np, "tlreqn", n.s);
 	th_tmpname(out, sizeof out, "tlreqo");
@@ -381,10 +354,10 @@ Test(timing, requests_merge_by_launch)
 	cr_assert_eq(fr[1], 2000 + 350);
 	unlink(out);
 	/* not a pair of stepped traces: an error naming the file */
-	struct sbuf e = {0};
-	sb_printf(&e, "gpumemsim-trace 1\n");
-	sb_printf(&e, "x 10 step 1\n");
-	sb_end(&e);
+	struct th_sbuf e = {0};
+	th_sb_printf(&e, "gpumemsim-trace 1\n");
+	th_sb_printf(&e, "x 10 step 1\n");
+	th_sb_end(&e);
 	char ep[64];
 	th_tmpfile(ep, sizeof ep, "tlreqe", e.s);
 	cr_assert_eq(timing_merge_requests(cp, ep, out, err, sizeof err), -1);
