@@ -8,16 +8,26 @@ peak statistics are reset and --steps more steps are measured:
 torch.cuda.max_memory_allocated / max_memory_reserved and
 memory_stats()['requested_bytes.all.peak']. Eager first, then compiled,
 each after empty_cache() so the other's cached segments do not count.
+One more step walks the autograd graph before backward and counts what
+forward saved for it (distinct storages and their bytes): what AOTAutograd's
+partitioner kept, the mechanism `whatif compile` models.
+
+--gpu-lock FILE: several of these processes compile at once (compilation is
+host work) and take FILE (flock) for the GPU work that is measured, so each
+measurement runs alone on the GPU; a compiled model's first step, which
+compiles, runs outside the lock.
 
 Writes one json (rewritten after each measurement, so a run cut short by a
 time limit keeps what it measured):
   {"model", "img", "torch", "gpu", "cudnn", "runs": [{"batch", "mode",
    "peak_allocated", "peak_reserved", "peak_requested", "step_s",
-   "warmup_s", "error"?}]}
+   "warmup_s", "compile_s", "saved_count", "saved_bytes", "error"?}]}
 
 usage: python3 compile_peak.py --model resnet18 --batch 32 64 --json out.json
 """
 import argparse
+import contextlib
+import fcntl
 import gc
 import json
 import os
@@ -38,6 +48,60 @@ def step(model, opt, loss_fn, batch, img, classes, dev):
     return float(loss.detach())
 
 
+@contextlib.contextmanager
+def gpu_lock(path):
+    """Hold an exclusive flock on path (nothing when path is None)."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def saved_for_backward(run_model, opt, loss_fn, batch, img, classes, dev):
+    """(count, bytes) of the distinct storages one step's forward saved for backward.
+
+    Walks the autograd graph from the loss before backward runs: eager nodes
+    hold their saved tensors in _saved_* attributes, a compiled region is one
+    node whose saved_tensors are what the partitioner kept. Parameters count
+    in both modes. No hooks: saved_tensors_hooks would make dynamo recompile.
+    """
+    x = torch.randn(batch, 3, img, img, device=dev)
+    y = torch.randint(0, classes, (batch,), device=dev)
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(run_model(x), y)
+    seen, todo, done = {}, [loss.grad_fn], set()
+
+    def note(v):
+        if isinstance(v, torch.Tensor) and v.is_cuda:
+            st = v.untyped_storage()
+            seen[st.data_ptr()] = st.nbytes()
+        elif isinstance(v, (tuple, list)):
+            for u in v:
+                note(u)
+
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in done:
+            continue
+        done.add(id(node))
+        for attr in dir(node):
+            if attr.startswith("_saved_") or attr == "saved_tensors":
+                try:
+                    note(getattr(node, attr))
+                except Exception:  # freed or not a tensor attribute
+                    pass
+        todo.extend(f for f, _ in getattr(node, "next_functions", ()))
+    loss.backward()
+    opt.step()
+    torch.cuda.synchronize()
+    return len(seen), sum(seen.values())
+
+
 def measure(args, batch, mode, dev):
     """One (batch, mode) measurement; returns a dict for runs[]."""
     torch.manual_seed(0)
@@ -48,23 +112,32 @@ def measure(args, batch, mode, dev):
     loss_fn = torch.nn.CrossEntropyLoss()
     rec = {"batch": batch, "mode": mode}
     t0 = time.perf_counter()
-    for _ in range(args.warmup):
+    warmup = args.warmup
+    if mode == "compile":  # the first step compiles: host work, outside the lock
         step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
-    torch.cuda.synchronize()
-    rec["warmup_s"] = time.perf_counter() - t0
-    torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(args.steps):
         torch.cuda.synchronize()
-        t1 = time.perf_counter()
-        rec["loss"] = step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+        rec["compile_s"] = time.perf_counter() - t0
+        warmup -= 1
+    with gpu_lock(args.gpu_lock):
+        for _ in range(warmup):
+            step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
         torch.cuda.synchronize()
-        times.append(time.perf_counter() - t1)
-    stats = torch.cuda.memory_stats()
-    rec["peak_allocated"] = torch.cuda.max_memory_allocated()
-    rec["peak_reserved"] = torch.cuda.max_memory_reserved()
-    rec["peak_requested"] = stats.get("requested_bytes.all.peak", 0)
-    rec["step_s"] = times
+        rec["warmup_s"] = time.perf_counter() - t0
+        torch.cuda.reset_peak_memory_stats()
+        times = []
+        for _ in range(args.steps):
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            rec["loss"] = step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t1)
+        stats = torch.cuda.memory_stats()
+        rec["peak_allocated"] = torch.cuda.max_memory_allocated()
+        rec["peak_reserved"] = torch.cuda.max_memory_reserved()
+        rec["peak_requested"] = stats.get("requested_bytes.all.peak", 0)
+        rec["step_s"] = times
+        rec["saved_count"], rec["saved_bytes"] = saved_for_backward(
+            run_model, opt, loss_fn, batch, args.img, args.classes, dev)
     del run_model, model, opt
     gc.collect()
     torch.cuda.empty_cache()
@@ -85,14 +158,18 @@ def main():
     p.add_argument("--batch", type=int, nargs="+", default=[32, 64])
     p.add_argument("--img", type=int, default=224)
     p.add_argument("--classes", type=int, default=1000)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=3, help="at least 2")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--modes", nargs="+", default=["eager", "compile"],
                    choices=["eager", "compile"])
+    p.add_argument("--gpu-lock", metavar="FILE",
+                   help="flock FILE around the measured GPU work")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     if not hasattr(torchvision.models, args.model):
         p.error("unknown torchvision model %s" % args.model)
+    if args.warmup < 2:
+        p.error("--warmup must be at least 2 (the first step of a compiled model compiles)")
     if not torch.cuda.is_available():
         print("compile_peak: no CUDA device", file=sys.stderr)
         return 1

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# device_compile.sh: issue 16's GPU-host run in one device call: eager vs
+# torch.compile peak memory and step time (capture/torch/compile_peak.py) for
+# torchvision models of several families, and the eager captures (recipe.sh)
+# `whatif compile` predicts from, packing into OUT after every run.
+#
+#   scripts/device_compile.sh OUT
+#
+# Compilation is host work and slow (about a minute per model and batch), so
+# the compile_peak processes of all models start at once on cores 4-15; every
+# GPU measurement and every capture takes one lock (flock), so each runs
+# alone on the GPU, the captures on cores 0-3.
+# OUT: env.txt, timeline.txt, build.log, compile.tgz (one json and log per
+# model), recipes.tgz (recipe-MODEL-bBATCH/ per capture).
+# Environment: MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
+# mobilenet_v3_large efficientnet_b0 vit_b_16"), BATCHES ("32 64"),
+# RECIPE ("MODEL:BATCH ...", the captures to make), DEADLINE_S (540),
+# PYTHON (python3), WORK_DIR (/tmp/compile), SKIP_BUILD=1 (build/ is there).
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+set -u
+[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/.." && pwd -P)
+cd "$root" || exit 1
+mkdir -p "$1" || exit 1
+OUT=$(cd "$1" && pwd -P)
+T0=$(date +%s)
+deadline=${DEADLINE_S:-540}
+py=${PYTHON:-python3}
+W=${WORK_DIR:-/tmp/compile}
+MODELS=${MODELS:-"vgg11 resnet50 densenet121 mobilenet_v2 mobilenet_v3_large efficientnet_b0 vit_b_16"}
+BATCHES=${BATCHES:-"32 64"}
+RECIPE=${RECIPE:-"vit_b_16:32 efficientnet_b0:32 mobilenet_v3_large:32 vgg11:32 vit_b_16:64 efficientnet_b0:64 mobilenet_v3_large:64 vgg11:64"}
+LOCK=$W/gpu.lock
+rm -rf "$W"
+mkdir -p "$W/compile" || exit 1
+: > "$LOCK"
+export PYTHONUNBUFFERED=1
+left() { echo $((deadline - ($(date +%s) - T0))); }
+log() { printf '%s\t+%ss\t%s\n' "$(date +%s)" $(($(date +%s) - T0)) "$*" >> "$OUT/timeline.txt"; echo "[compile +$(($(date +%s) - T0))s] $*"; }
+{
+	nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
+	"$py" -c 'import torch, torchvision, triton; print("torch", torch.__version__, "torchvision", torchvision.__version__, "triton", triton.__version__, "cudnn", torch.backends.cudnn.version())'
+	nproc
+} > "$OUT/env.txt" 2>&1
+: > "$OUT/timeline.txt"
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+	if ls .devdeps/*.deb > /dev/null 2>&1; then
+		mkdir -p /opt/dd && for f in .devdeps/*.deb; do dpkg -x "$f" /opt/dd; done
+		export CPATH=/opt/dd/usr/include${CPATH:+:$CPATH}
+		export LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
+		export LD_LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	fi
+fi
+
+# The compile runs start first: they need the host for a minute before their
+# first GPU measurement, while the build and the captures go on.
+pids=()
+for m in $MODELS; do
+	taskset -c 4-15 timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py --model "$m" \
+		--batch $BATCHES --gpu-lock "$LOCK" --json "$W/compile/$m.json" > "$W/compile/$m.log" 2>&1 &
+	pids+=($!)
+done
+log "compile_peak started for: $MODELS"
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+	s=$(date +%s)
+	taskset -c 0-3 bash -c 'make -j4 && make capture' > "$OUT/build.log" 2>&1
+	log "build rc $? $(($(date +%s) - s)) s"
+fi
+
+for mb in $RECIPE; do
+	m=${mb%%:*} b=${mb##*:}
+	if [ "$(left)" -lt 80 ]; then log "recipe $m b$b skipped: $(left) s left"; continue; fi
+	d=$W/recipe-$m-b$b
+	mkdir -p "$d"
+	s=$(date +%s)
+	# take the lock for the whole recipe: capture and truth run alone on the GPU
+	flock "$LOCK" taskset -c 0-3 timeout $(($(left) - 30)) env PYTHON="$py" GPUMEMSIM="$root/build/gpumemsim" \
+		bash capture/torch/recipe.sh "$m" "$b" "$d" > "$d/recipe.log" 2>&1
+	log "recipe $m b$b rc $? $(($(date +%s) - s)) s"
+	(cd "$W" && tar -czf "$OUT/recipes.tgz" recipe-*)
+	(cd "$W" && tar -czf "$OUT/compile.tgz" compile)
+	sleep 2 # let a waiting measurement take the lock
+done
+
+for p in "${pids[@]}"; do wait "$p"; done
+log "compile_peak done"
+(cd "$W" && tar -czf "$OUT/compile.tgz" compile)
+grep -h "compile_peak:" "$W"/compile/*.log >> "$OUT/timeline.txt"
+log "done"
