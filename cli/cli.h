@@ -40,6 +40,16 @@ int cmd_fuse(int argc, char **argv);      /* fuse TRACE --rules FILE -o OUT: ker
 /* Option values run and sweep share: 0 with *OUT set, or EXIT_USAGE after a
  * message naming CMD and the value. */
 int cli_parse_addresses(const char *cmd, const char *v, int *out /* enum device_addr_mode */);
+/* --xla-requests auto|on|off (enum sim_xla_mode); EXIT_USAGE with a message. */
+int cli_parse_xla_requests(const char *cmd, const char *v, int *out);
+/* The help text of --xla-requests, shared by the commands that replay. */
+#define CLI_XLA_REQUESTS_HELP \
+	"a JAX capture taken with XLA's platform allocator: requests\n" \
+	"read as whole 2 MiB granules replayed at their lower bound\n" \
+	"(n - 2 MiB + 1 B), allocations never freed kept beside the\n" \
+	"policy (outside XLA's allocator). auto (default): when the\n" \
+	"labels say workload=jax and alloc=platform; on; off: the\n" \
+	"trace as captured"
 int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
 
 /* True if ARG is -h or --help. */

@@ -36,6 +36,22 @@ int cli_parse_addresses(const char *cmd, const char *v, int *out)
 	return 0;
 }
 
+int cli_parse_xla_requests(const char *cmd, const char *v, int *out)
+{
+	if (!strcmp(v, "auto")) {
+		*out = SIM_XLA_AUTO;
+	} else if (!strcmp(v, "on")) {
+		*out = SIM_XLA_ON;
+	} else if (!strcmp(v, "off")) {
+		*out = SIM_XLA_OFF;
+	} else {
+		fprintf(stderr, "gpumemsim %s: --xla-requests '%s': expected auto, on or off\n",
+			cmd, v);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out)
 {
 	char *end;

@@ -31,6 +31,7 @@ static const struct cli_opt explain_opts[] = {
 	{"--figure", "FILE", "draw the regions/segments held at each peak against the live\n"
 	 "bytes, flagged points marked (.png or .svg; needs gnuplot)"},
 	{"--figure-data", "DIR", "keep the figure's gnuplot script and data in DIR"},
+	{"--xla-requests", "MODE", CLI_XLA_REQUESTS_HELP},
 	CLI_OPT_END,
 };
 
@@ -62,7 +63,7 @@ int cmd_explain(int argc, char **argv)
 	const char *policy = "pytorch", *conf = NULL, *from_range = NULL;
 	const char *figure = NULL, *figure_data = NULL;
 	uint64_t capacity = 0, context = 0;
-	int json = 0, ret = 1;
+	int json = 0, ret = 1, xla = SIM_XLA_AUTO;
 	char err[1536];
 
 	for (int i = 1; i < argc; i++)
@@ -86,7 +87,8 @@ int cmd_explain(int argc, char **argv)
 			from_range = "step 1";
 		} else if (!strcmp(o, "--policy") || !strcmp(o, "--conf") || !strcmp(o, "--capacity") ||
 			   !strcmp(o, "--from-range") || !strcmp(o, "--context") ||
-			   !strcmp(o, "--figure") || !strcmp(o, "--figure-data")) {
+			   !strcmp(o, "--figure") || !strcmp(o, "--figure-data") ||
+			   !strcmp(o, "--xla-requests")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "gpumemsim explain: %s needs a value\n", o);
 				return EXIT_USAGE;
@@ -102,6 +104,10 @@ int cmd_explain(int argc, char **argv)
 				figure = v;
 			else if (!strcmp(o, "--figure-data"))
 				figure_data = v;
+			else if (!strcmp(o, "--xla-requests")) {
+				if (cli_parse_xla_requests("explain", v, &xla))
+					return EXIT_USAGE;
+			}
 			else if (!strcmp(o, "--context")) {
 				if (conf_size_with_unit(v, &context) < 0 || !context) {
 					fprintf(stderr, "gpumemsim explain: --context '%s': expected a "
@@ -141,7 +147,8 @@ int cmd_explain(int argc, char **argv)
 		goto out;
 	}
 	struct explain_options eo = {.policy = pol, .conf = conf, .capacity = capacity,
-				     .from_range = from_range, .context = context};
+				     .from_range = from_range, .context = context,
+				     .xla_requests = (enum sim_xla_mode)xla};
 	int er = explain_batch(paths, np, &eo, res, err, sizeof err);
 	const struct explain_point *p = res->p;
 	const struct explain_step *st = res->st;

@@ -26,6 +26,7 @@ struct run_args {
 	const char *requests;           /* --requests: a no-caching capture's requests */
 	enum sim_foreign_mode foreign;  /* --foreign */
 	const char *allocator_source;   /* --allocator-source */
+	enum sim_xla_mode xla;          /* --xla-requests */
 	int timing;
 	int allow_incomplete;
 	uint64_t capacity;
@@ -76,6 +77,7 @@ static const struct cli_opt run_opts[] = {
 	{"--allocator-source", "SUBSTR", "the framework allocator's library (a substring\n"
 					 "of the 'a' source, e.g. libc10_cuda); overrides the\n"
 					 "label; implies --foreign device unless policy is given"},
+	{"--xla-requests", "MODE", CLI_XLA_REQUESTS_HELP},
 	{"--quiet", NULL, "no progress on stderr"},
 	CLI_OPT_END,
 };
@@ -148,6 +150,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 				return EXIT_USAGE;
 			}
 			a->allocator_source = v;
+		} else if (!strcmp(o, "--xla-requests")) {
+			int m;
+			if (cli_parse_xla_requests("run", v, &m))
+				return EXIT_USAGE;
+			a->xla = (enum sim_xla_mode)m;
 		} else if (!strcmp(o, "--timing")) {
 			a->timing = 1;
 		} else if (!strcmp(o, "--json")) {
@@ -252,6 +259,16 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 		json_end_array(&j);
 		json_end_object(&j);
 	}
+	if (r->xla_applied) {
+		/* only when read as XLA's request stream: other traces print what they did */
+		json_key(&j, "xla_requests");
+		json_begin_object(&j);
+		json_kv_u64(&j, "lowered", r->xla_lowered);
+		json_kv_u64(&j, "lowered_bytes", r->xla_lowered_bytes);
+		json_kv_u64(&j, "outside", r->xla_outside);
+		json_kv_u64(&j, "outside_bytes", r->xla_outside_bytes);
+		json_end_object(&j);
+	}
 	json_kv_u64(&j, "trace_duration_ns", r->trace_duration_ns);
 	json_kv_u64(&j, "sim_duration_ns", r->sim_duration_ns);
 	json_kv_u64(&j, "step_count", r->step_count);
@@ -343,10 +360,26 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 	       size_fmt(r->peak_requested, b2, sizeof b2));
 	printf("peak reserved    %s\n", size_fmt(r->peak_reserved, b1, sizeof b1));
 	printf("fragmentation    %.4f (1 - peak allocated / peak reserved)\n", r->fragmentation);
-	if (r->foreign_routed) {
+	if (r->xla_applied) {
+		if (r->xla_lowered)
+			printf("xla requests     %" PRIu64 " read as whole 2 MiB granules, replayed at "
+			       "n - 2 MiB + 1 B (a lower bound); %" PRIu64 " never freed (outside "
+			       "XLA's allocator)\n", r->xla_lowered, r->xla_outside);
+		else
+			printf("xla requests     as captured (not every request is whole 2 MiB "
+			       "granules); %" PRIu64 " never freed (outside XLA's allocator)\n",
+			       r->xla_outside);
+	}
+	if (r->foreign_routed && !strcmp(r->allocator_source, SIM_XLA_SOURCE)) {
+		printf("outside          %s at most beside the allocator (%" PRIu64 " allocations "
+		       "never freed: not XLA's)\n", size_fmt(r->peak_foreign, b1, sizeof b1),
+		       r->foreign_allocs);
+	} else if (r->foreign_routed) {
 		printf("outside          %s at most beside the allocator (%" PRIu64 " allocations not "
 		       "from '%s', or module globals)\n", size_fmt(r->peak_foreign, b1, sizeof b1),
 		       r->foreign_allocs, r->allocator_source);
+	}
+	if (r->foreign_routed) {
 		for (size_t i = 0; i < r->nforeign_libs; i++)
 			printf("                 %-40s %s at most, %" PRIu64 " allocations\n",
 			       r->foreign_libs[i].name,
@@ -479,6 +512,7 @@ int cmd_run(int argc, char **argv)
 		.cost = a.timing ? &cm : NULL,
 		.foreign = a.foreign,
 		.allocator_source = a.allocator_source,
+		.xla_requests = a.xla,
 	};
 	if (sim_run(&o, &res, err, sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim run: %s\n", err);

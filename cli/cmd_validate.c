@@ -114,6 +114,12 @@ static void pool_event(const struct validate_report *rep, enum validate_event ev
 		json_kv_u64(&j, "left_out_allocs", row->fs.dropped);
 		json_kv_u64(&j, "left_out_bytes", row->fs.dropped_bytes);
 		json_kv_u64(&j, "orphan_frees", row->fs.orphans);
+		if (jax) {
+			/* the run's limit, and the requests read as whole granules
+			 * (sim_options.xla_requests, as `run` reads the capture) */
+			json_kv_u64(&j, "bytes_limit", row->limit);
+			json_kv_u64(&j, "requests_lowered", row->fs.granule_lowered);
+		}
 		json_end_object(&j);
 	} else {
 		char reg[32];

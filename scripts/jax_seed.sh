@@ -13,10 +13,11 @@
 # GPU: memory_stats peak_pool_bytes, largest_alloc_size; NVML
 # proc_used_bytes). Simulated BFC: `validate jax-truth --json` (allow_growth,
 # the run's bytes_limit). The other policies replay the same request stream
-# validate replays: the capture without host memory and without the
-# allocations never freed (library handles outside XLA's allocator; see
-# docs/validation_bfc.md), filtered below the same way; the script checks
-# that its BFC replay of these streams equals validate's, byte for byte.
+# validate replays: gpumemsim reads the captures as XLA's requests (2 MiB
+# granules at their lower bound; allocations never freed, library handles
+# outside XLA's allocator, beside the policy; docs/policies.md), so the
+# sweep runs on the captures as they are; the script checks that its BFC
+# replay equals validate's, byte for byte.
 # Device-level simulated = simulated pool + the overhead of the real runs
 # (NVML process memory - peak pool: CUDA context, modules, library handles),
 # the median over the runs.
@@ -37,7 +38,6 @@ done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/xla"
 
 # 1. validate jax-truth: real and simulated BFC figures per run.
 "$G" validate jax-truth "$T" --json > "$tmp/validate.jsonl"
@@ -58,69 +58,22 @@ sort -n -o "$tmp/truth.tsv" "$tmp/truth.tsv"
 limit=$(cut -f5 "$tmp/truth.tsv" | sort -u)
 [ "$(echo "$limit" | wc -l)" -eq 1 ] || die "runs differ in bytes_limit: $(echo $limit)"
 
-# 3. XLA's request stream of each capture, as validate filters it: no host
-#    memory, no allocation still live at the end (the records other than
-#    a/f/y go too, their time deltas carried to the next kept record, since
-#    allocation ids are ordinals and kernel links would point elsewhere).
-#    Where every kept request is a whole number of 2 MiB granules (XLA's
-#    platform allocator maps granules and CUPTI reports the mapped size),
-#    each is lowered to the smallest size of its granule count, n - 2 MiB
-#    + 1 B, as validate does (sim/validate_truth.c, docs/validation_bfc.md).
-filter='
-NR == FNR {
-	if ($1 == "a") { n1++; if ($6 != 1 && $6 != 2) { live[$3] = n1; sz1[n1] = $4 } }
-	else if ($1 == "f" && $6 != 1 && $6 != 2) delete live[$3]
-	next
-}
-FNR == 1 {
-	for (a in live) drop[live[a]] = 1
-	granule = 1
-	for (i in sz1) if (!(i in drop) && sz1[i] % 2097152) granule = 0
-	print; next
-}
-$1 == "H" || $1 == "L" { print; next }
-$1 == "end" { print "end " kept " 0"; next }
-$1 ~ /^[afkcmyrpxg]$/ {
-	rel = substr($2, 1, 1) == "+"
-	dt = rel ? substr($2, 2) + 0 : 0
-	keep = 0
-	if ($1 == "a") {
-		n2++
-		if ($6 != 1 && $6 != 2 && !(n2 in drop)) {
-			keep = 1
-			if (granule && $4 >= 2097152) $4 -= 2097151
-			ok[$3] = $4
-		}
-	} else if ($1 == "f") {
-		if ($6 != 1 && $6 != 2 && ($3 in ok)) {
-			keep = 1
-			if (granule && $4 > 0) $4 = ok[$3]
-			delete ok[$3]
-		}
-	} else if ($1 == "y")
-		keep = 1
-	if (!keep) { pend = rel ? pend + dt : 0; next }
-	if (rel)
-		$2 = sprintf("+%.0f", pend + dt)
-	pend = 0
-	if ($1 == "a" || $1 == "f")
-		$9 = "-"
-	kept++
-	print
-}'
+# 3. The captures themselves: gpumemsim reads a JAX platform capture (labels
+#    workload=jax, alloc=platform) as XLA's request stream, as validate
+#    does (sim_options.xla_requests, traces/xla_requests.h): whole-granule
+#    requests at their lower bound, never-freed allocations beside the
+#    policy. Check that each capture is read so.
 n=0
 for tr in "$T"/jax-*.trace.gz; do
 	[ -f "$tr" ] || die "$T: no jax-*.trace.gz"
-	name=$(basename "$tr" .trace.gz)
-	gzip -dc "$tr" > "$tmp/raw"
-	awk "$filter" "$tmp/raw" "$tmp/raw" > "$tmp/xla/$name.trace"
-	"$G" trace validate "$tmp/xla/$name.trace" >/dev/null
+	"$G" run "$tr" --policy bfc --conf "preset:jax_growth,memory_limit:$limit" --no-db --json |
+		jq -e '.xla_requests.lowered > 0' >/dev/null ||
+		die "$tr: not read as XLA's request stream (labels workload=jax, alloc=platform?)"
 	n=$((n + 1))
 done
-rm -f "$tmp/raw"
 
 # 4. The sweep: every policy on the same streams.
-"$G" sweep --traces "$tmp/xla" \
+"$G" sweep --traces "$T"/jax-*.trace.gz \
 	--policies bfc pytorch cuda_async cuda_malloc optimal \
 	--confs "bfc=preset:jax_growth,memory_limit:$limit" pytorch= \
 		pytorch=expandable_segments:True \

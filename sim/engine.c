@@ -448,7 +448,7 @@ static void on_oom(struct engine *e, const struct trace_rec *rec, uint64_t now, 
 	}
 	snprintf(b1, sizeof b1, "%" PRIu64, e->allocated);
 	snprintf(b2, sizeof b2, "%" PRIu64, res);
-	if (e->fsub)
+	if (e->fsub || e->xla_route)
 		snprintf(detail, sizeof detail,
 			 "alloc of %" PRIu64 " bytes on stream %" PRIu32 " failed: allocated %s, "
 			 "reserved %s, outside the allocator %" PRIu64, rec->u.mem.bytes, stream, b1,
@@ -972,7 +972,8 @@ static int replay_all(struct engine *e, char *err, size_t errlen)
 	struct rec_pipe p;
 	uint64_t nrec = 0;
 	int progressed = 0, ret = 0, rc = TRACE_OK;
-	if (pipe_start(&p, e->rd, e->fsub) < 0) {
+	struct foreign_rule fr = {e->fsub, NULL, 0, e->xla, e->xla_route};
+	if (pipe_start(&p, e->rd, &fr) < 0) {
 		snprintf(err, errlen, "%s: cannot start the reader thread", e->path);
 		return -1;
 	}
@@ -1046,6 +1047,29 @@ static int foreign_setup(struct engine *e, const struct trace_header *h, char *e
 	return 0;
 }
 
+/* XLA's request stream (sim_options.xla_requests): one pass over the trace
+ * to find what XLA never freed and whether every request is whole granules
+ * (traces/xla_requests.h), then back to its start. */
+static int xla_setup(struct engine *e, const struct trace_header *h, char *err, size_t errlen)
+{
+	enum sim_xla_mode m = e->o->xla_requests;
+	if (m == SIM_XLA_OFF || (m == SIM_XLA_AUTO && !xla_requests_label(h)))
+		return 0;
+	e->xla = calloc(1, sizeof *e->xla);
+	if (!e->xla) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (xla_requests_scan(e->rd, e->xla, err, errlen) < 0)
+		return -1;
+	if (trace_reader_rewind(e->rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(e->rd));
+		return -1;
+	}
+	e->xla_route = e->o->foreign != SIM_FOREIGN_POLICY && e->xla->outside_n;
+	return 0;
+}
+
 /*
  * The result is complete only when the function returns 0; on error it is
  * freed and zeroed, so a caller never stores half a run.
@@ -1092,7 +1116,7 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 	}
 	const struct trace_header *h = trace_reader_header(e.rd);
 	res->capacity = o->capacity ? o->capacity : (h ? h->total_memory : 0);
-	if (foreign_setup(&e, h, err, errlen) < 0)
+	if (foreign_setup(&e, h, err, errlen) < 0 || xla_setup(&e, h, err, errlen) < 0)
 		goto out;
 	res->complete = 1;
 	res->oom_largest_free = res->oom_cached_free = -1;
@@ -1174,6 +1198,8 @@ out:
 	u64map_free(&e.flive);
 	u64map_free(&e.flib_idx);
 	free(e.flibs);
+	xla_requests_free(e.xla);
+	free(e.xla);
 	eq_free(&e.q);
 	if (ret < 0)
 		sim_result_free(res);

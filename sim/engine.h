@@ -33,6 +33,18 @@ struct sim_decisions;
 enum sim_foreign_mode { SIM_FOREIGN_AUTO = 0, SIM_FOREIGN_POLICY, SIM_FOREIGN_DEVICE };
 #define SIM_SOURCE_LABEL "allocator_source"
 
+/*
+ * XLA's request stream of a JAX capture taken with the platform allocator
+ * (traces/xla_requests.h): requests read as whole 2 MiB granules are
+ * replayed at their lower bound, and device allocations never freed go
+ * beside the policy as memory outside the allocator (to the policy with
+ * SIM_FOREIGN_POLICY). AUTO: when the trace's labels say workload=jax and
+ * alloc=platform; ON: on any trace; OFF: the trace as it is.
+ */
+enum sim_xla_mode { SIM_XLA_AUTO = 0, SIM_XLA_OFF, SIM_XLA_ON };
+/* sim_result.allocator_source when only XLA's never-freed rule routed */
+#define SIM_XLA_SOURCE "xla (never freed: outside XLA)"
+
 struct sim_options {
 	const char *trace_path;
 	const struct alloc_policy *policy;
@@ -63,6 +75,7 @@ struct sim_options {
 	struct sim_decisions *decisions;/* optional: log the policy's growth/release
 					 * decisions here (sim/decisions.h), when it
 					 * reports them; NULL = off */
+	enum sim_xla_mode xla_requests; /* XLA's request stream (above); AUTO = 0 */
 };
 
 struct sim_timeline_point {
@@ -225,6 +238,12 @@ struct sim_result {
 	char oom_foreign_lib[96];       /* the library holding most of them, or "" */
 	struct sim_foreign_lib *foreign_libs; /* largest peaks first, SIM_FOREIGN_TOP at most */
 	size_t nforeign_libs;
+
+	/* XLA's request stream (sim_options.xla_requests), when it was read so */
+	int xla_applied;
+	uint64_t xla_outside, xla_outside_bytes; /* never freed: outside XLA's allocator */
+	uint64_t xla_lowered, xla_lowered_bytes; /* requests lowered from whole granules
+						  * (0: not every request was) */
 };
 
 /* Replay. Returns 0 (an OOM is a result, not an error) or -1 with ERR

@@ -14,6 +14,7 @@
 #include "event_queue.h"
 #include "../base/u64map.h"
 #include "../device/cost.h"
+#include "../traces/xla_requests.h"
 
 #define PROGRESS_MASK ((1ull << 22) - 1)
 #define EV_GPU_DONE 1u
@@ -193,6 +194,9 @@ struct engine {
 
 	/* memory outside the framework's allocator (routing on only) */
 	const char *fsub;             /* the allocator's SUBSTR; NULL: no routing */
+	struct xla_requests *xla;     /* XLA's request stream (sim_options.xla_requests);
+				       * NULL: off */
+	int xla_route;                /* its never-freed allocations routed beside it */
 	struct u64map flive;          /* trace addr -> bytes << 16 | FLIVE_STATIC | flib index */
 	struct u64map flib_idx;       /* source | kind << 32 -> flib index */
 	struct flib *flibs;
@@ -210,6 +214,8 @@ struct foreign_rule {
 	const char *sub;        /* NULL: no routing */
 	uint8_t *cache;         /* string id -> 0 unknown, 1 framework, 2 foreign */
 	size_t ncache;
+	const struct xla_requests *xla; /* XLA's request stream; NULL: off */
+	int xla_route;          /* its allocations outside XLA go beside the policy */
 };
 
 /* ------------------------------------------------------- live table */
@@ -375,7 +381,11 @@ int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreig
 int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, size_t ncache);
 void eng_rec_derive(struct eng_rec *er, struct trace_reader *rd, uint8_t *libc, size_t nlibc, struct foreign_rule *fr);
 void *pipe_main(void *arg);
-int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const char *fsub);
+int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const struct foreign_rule *fr);
+/* An 'a' or 'f' record under FR's rules: 1 when it is an allocation
+ * outside the framework's allocator (the source rule, or XLA's never-freed
+ * rule when routed); XLA's request stream may rewrite its bytes. */
+int mem_rules(struct trace_reader *rd, struct trace_rec *rec, struct foreign_rule *fr);
 struct rec_batch *pipe_take(struct rec_pipe *p);
 void pipe_release(struct rec_pipe *p);
 void pipe_stop(struct rec_pipe *p);

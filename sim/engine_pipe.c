@@ -47,6 +47,16 @@ int is_lib_source(struct trace_reader *rd, uint32_t id, uint8_t *cache, size_t n
 	return lib;
 }
 
+int mem_rules(struct trace_reader *rd, struct trace_rec *rec, struct foreign_rule *fr)
+{
+	int foreign = 0;
+	if (rec->type == TREC_ALLOC && fr->sub)
+		foreign = is_foreign(rd, &rec->u.mem, fr);
+	if (fr->xla && xla_requests_apply(fr->xla, rec) == XLA_REQ_OUTSIDE && fr->xla_route)
+		foreign = 1;
+	return foreign;
+}
+
 /* What the replay needs of the record just read into ER, derived here in
  * the reader thread (engine_int.h). */
 void eng_rec_derive(struct eng_rec *er, struct trace_reader *rd, uint8_t *libc, size_t nlibc,
@@ -58,11 +68,13 @@ void eng_rec_derive(struct eng_rec *er, struct trace_reader *rd, uint8_t *libc, 
 		rec->u.mem.flags &= ~(ENG_F_LIB | ENG_F_FOREIGN);
 		if (is_lib_source(rd, rec->u.mem.source, libc, nlibc))
 			rec->u.mem.flags |= ENG_F_LIB;
-		if (fr->sub && is_foreign(rd, &rec->u.mem, fr))
+		if ((fr->sub || fr->xla) && mem_rules(rd, rec, fr))
 			rec->u.mem.flags |= ENG_F_FOREIGN;
 		break;
 	case TREC_FREE:
 		rec->u.mem.flags &= ~(ENG_F_LIB | ENG_F_FOREIGN);
+		if (fr->xla)
+			mem_rules(rd, rec, fr);
 		break;
 	case TREC_KERNEL:
 		rec->u.kernel.nlinks = 0;
@@ -107,11 +119,13 @@ void *pipe_main(void *arg)
 	}
 }
 
-int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const char *fsub)
+int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const struct foreign_rule *fr)
 {
 	memset(p, 0, sizeof *p);
 	p->rd = rd;
-	p->fr.sub = fsub;
+	p->fr.sub = fr->sub;
+	p->fr.xla = fr->xla;
+	p->fr.xla_route = fr->xla_route;
 	for (int i = 0; i < PIPE_NBATCH; i++) {
 		p->b[i].recs = malloc(PIPE_BATCH * sizeof *p->b[i].recs);
 		if (!p->b[i].recs)

@@ -93,10 +93,18 @@ int foreign_finish(struct engine *e)
 {
 	struct sim_result *r = e->res;
 	r->device_peak = device_peak_total(e->dev);
-	if (!e->fsub)
+	if (e->xla) {
+		r->xla_applied = 1;
+		r->xla_outside = e->xla->outside_n;
+		r->xla_outside_bytes = e->xla->outside_bytes;
+		r->xla_lowered = e->xla->lowered;
+		r->xla_lowered_bytes = e->xla->lowered_bytes;
+	}
+	if (!e->fsub && !e->xla_route)
 		return 0;
 	r->foreign_routed = 1;
-	snprintf(r->allocator_source, sizeof r->allocator_source, "%s", e->fsub);
+	snprintf(r->allocator_source, sizeof r->allocator_source, "%s",
+		 e->fsub ? e->fsub : SIM_XLA_SOURCE);
 	if (r->oom && e->oom_flib >= 0)
 		flib_name(e, &e->flibs[e->oom_flib], r->oom_foreign_lib, sizeof r->oom_foreign_lib);
 	if (!e->nflib)
@@ -183,12 +191,12 @@ int finish(struct engine *e, char *err, size_t errlen)
 int prepass(struct engine *e, char *err, size_t errlen)
 {
 	struct trace_rec rec;
-	struct foreign_rule fr = {e->fsub, NULL, 0};
+	struct foreign_rule fr = {e->fsub, NULL, 0, e->xla, e->xla_route};
 	struct u64map fl;       /* foreign addresses live: their frees are not the policy's */
 	int rc, ret = -1;
 	u64map_init(&fl);
 	while ((rc = trace_reader_next(e->rd, &rec)) == TRACE_OK) {
-		if (fr.sub && rec.type == TREC_ALLOC && is_foreign(e->rd, &rec.u.mem, &fr)) {
+		if ((fr.sub || fr.xla) && rec.type <= TREC_FREE && mem_rules(e->rd, &rec, &fr)) {
 			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&fl, rec.u.mem.addr, 1) < 0) {
 				snprintf(err, errlen, "%s:%" PRIu64 ": out of memory", e->path, rec.line);
 				goto out;

@@ -16,7 +16,8 @@
  *
  * jax-truth and async-truth do the same for XLA's BFC allocator and the
  * CUDA stream-ordered pool (docs/validation_bfc.md): replay a capture's
- * request stream, less what the allocator never served (filter_capture),
+ * request stream, less what the allocator never served (the engine's
+ * reading of XLA's requests for jax-truth, filter_capture for async-truth),
  * and compare peaks and regions with the recorded run.
  */
 #include <dirent.h>
@@ -284,42 +285,31 @@ static double pct(const double *v, size_t n, double p)
 /* ------------------------------------------- jax-truth and async-truth */
 
 /*
- * What a capture holds that the allocator under test never served, and so
- * is left out of the replay:
+ * async-truth: what a cudaMallocAsync capture holds that the pool never
+ * served, and so is left out of the replay:
  *  - host memory (pinned, pageable) and module globals: not device heap;
- *  - allocations never freed in the trace: XLA frees every buffer when its
- *    client is destroyed at exit, so what survives is the memory libraries
- *    took for themselves with cudaMalloc (cuDNN and cuBLAS handles, the
- *    64 MiB cuBLAS workspace): outside XLA's allocator (jax-truth);
- *  - allocations without the pool flag (async-truth: the pool serves only
- *    cudaMallocAsync; handles use plain cudaMalloc);
+ *  - allocations without the pool flag (the pool serves only
+ *    cudaMallocAsync; library handles use plain cudaMalloc);
+ *  - allocations never freed in the trace (memory the libraries took for
+ *    themselves);
  *  - frees of allocations made before the capture started.
  * The output keeps only a, f and y records (no strings needed).
  *
- * LOWER (jax-truth): XLA 0.11's platform allocator maps memory in 2 MiB
- * granules and CUPTI reports the mapped size, so a capture whose every kept
- * request is a whole number of granules has lost the exact sizes: 98 of the
- * 107 requests of jax-resnet-b8 read 2 MiB, where the BFC's own peak in use
- * (88 MiB) shows most are far smaller. Replayed as captured, each counts a
- * whole granule and the simulated pool grows 2-4 regions too many (+167 to
- * +369 MiB). Such a request is replayed at the smallest size that maps to
- * its granule count (n - 2 MiB + 1 B): a lower bound, not a fitted value
- * (docs/validation_bfc.md).
+ * jax-truth needs no filter of its own: the engine reads a JAX platform
+ * capture as XLA's request stream (sim_options.xla_requests,
+ * traces/xla_requests.h), as `run` does.
  */
-#define XLA_GRANULE (2ull << 20)
-
-static int filter_capture(const char *in, const char *out, int pool_only, int lower,
-			  struct validate_filter_stats *fs, char *err, size_t errlen)
+static int filter_capture(const char *in, const char *out, struct validate_filter_stats *fs,
+			  char *err, size_t errlen)
 {
 	struct trace_reader *r = NULL;
 	struct trace_writer *w = NULL;
 	struct trace_rec rec;
-	struct u64map live, drop, odd;
-	int rc = -1, trc, granule = 0;
+	struct u64map live, drop;
+	int rc = -1, trc;
 	uint64_t v, newid = 0;
 	u64map_init(&live);
 	u64map_init(&drop);
-	u64map_init(&odd);
 	memset(fs, 0, sizeof *fs);
 	for (int pass = 0; pass < 2; pass++) {
 		r = trace_reader_open(in);
@@ -341,22 +331,14 @@ static int filter_capture(const char *in, const char *out, int pool_only, int lo
 				   (m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED);
 			if (rec.type == TREC_ALLOC && !host) {
 				if (pass == 0) {
-					if (u64map_put(&live, m->addr, m->id) < 0 ||
-					    (m->bytes % XLA_GRANULE && u64map_put(&odd, m->id, 1) < 0))
+					if (u64map_put(&live, m->addr, m->id) < 0)
 						goto nomem;
 					continue;
 				}
-				int skip = u64map_get(&drop, m->id, &v) ||
-					   (pool_only && !(m->flags & TMEM_F_POOL));
-				if (skip) {
+				if (u64map_get(&drop, m->id, &v) || !(m->flags & TMEM_F_POOL)) {
 					fs->dropped++;
 					fs->dropped_bytes += m->bytes;
 					continue;
-				}
-				if (granule && m->bytes >= XLA_GRANULE) {
-					fs->granule_lowered++;
-					fs->lowered_bytes += XLA_GRANULE - 1;
-					m->bytes -= XLA_GRANULE - 1;
 				}
 				if (u64map_put(&live, m->addr, m->bytes) < 0)
 					goto nomem;
@@ -370,8 +352,6 @@ static int filter_capture(const char *in, const char *out, int pool_only, int lo
 				}
 				if (pass == 0)
 					continue;
-				if (granule && m->bytes)
-					m->bytes = v;
 				m->source = TRACE_NO_STRING;
 			} else if (rec.type != TREC_SYNC || pass == 0) {
 				continue;
@@ -392,11 +372,6 @@ static int filter_capture(const char *in, const char *out, int pool_only, int lo
 			for (size_t i = 0; i < live.cap; i++)
 				if (live.keys[i] != U64MAP_EMPTY && u64map_put(&drop, live.vals[i], 1) < 0)
 					goto nomem;
-			/* granule-rounded: no kept request has an odd size */
-			granule = lower;
-			for (size_t i = 0; granule && i < odd.cap; i++)
-				if (odd.keys[i] != U64MAP_EMPTY && !u64map_get(&drop, odd.keys[i], &v))
-					granule = 0;
 			u64map_free(&live);
 			u64map_init(&live);
 		}
@@ -413,7 +388,6 @@ cleanup:
 		trace_reader_close(r);
 	u64map_free(&live);
 	u64map_free(&drop);
-	u64map_free(&odd);
 	return rc;
 }
 
@@ -456,41 +430,55 @@ static int capture_regions(const char *path, uint64_t *n, uint64_t *bytes,
 	return 0;
 }
 
-/* Filter NAME.trace.gz, replay it under POLICY/CONF, fill ROW's sim side. */
-static int replay_filtered(const char *in, const char *policy, const char *conf,
-			   int pool_only, struct validate_pool_row *row, char *err, size_t errlen)
+/* Replay TRACE under POLICY/CONF (XLA's request stream as XLA), fill ROW's
+ * sim side. */
+static int replay_row(const char *trace, const char *policy, const char *conf,
+		      enum sim_xla_mode xla, struct validate_pool_row *row, char *err, size_t errlen)
 {
-	char tmp[64];
 	struct sim_options o;
 	struct sim_result res;
+	memset(&o, 0, sizeof o);
+	o.trace_path = trace;
+	o.policy = policy_find(policy);
+	o.conf = conf;
+	o.addr_mode = DEVICE_ADDR_SYNTHETIC;
+	o.xla_requests = xla;
+	if (!o.policy) {
+		snprintf(err, errlen, "the %s policy is not registered", policy);
+		return -1;
+	}
+	memset(&res, 0, sizeof res);
+	if (sim_run(&o, &res, err, errlen) < 0)
+		return -1;
+	row->pool_sim = res.peak_reserved;
+	row->use_sim = res.peak_allocated;
+	row->reg_sim = res.device_allocs;
+	if (res.xla_applied) {
+		row->fs.kept = res.allocs;
+		row->fs.dropped = res.xla_outside;
+		row->fs.dropped_bytes = res.xla_outside_bytes;
+		row->fs.granule_lowered = res.xla_lowered;
+		row->fs.lowered_bytes = res.xla_lowered_bytes;
+	}
+	sim_result_free(&res);
+	return 0;
+}
+
+/* Filter the async capture IN (filter_capture) and replay it. */
+static int replay_filtered(const char *in, const char *policy, const char *conf,
+			   struct validate_pool_row *row, char *err, size_t errlen)
+{
+	char tmp[64];
 	int rc = -1;
-	snprintf(tmp, sizeof tmp, "/tmp/gpumemsim-vjax-XXXXXX");
+	snprintf(tmp, sizeof tmp, "/tmp/gpumemsim-vpool-XXXXXX");
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
 		return -1;
 	}
 	close(fd);
-	if (filter_capture(in, tmp, pool_only, !pool_only, &row->fs, err, errlen) < 0)
-		goto cleanup;
-	memset(&o, 0, sizeof o);
-	o.trace_path = tmp;
-	o.policy = policy_find(policy);
-	o.conf = conf;
-	o.addr_mode = DEVICE_ADDR_SYNTHETIC;
-	if (!o.policy) {
-		snprintf(err, errlen, "the %s policy is not registered", policy);
-		goto cleanup;
-	}
-	memset(&res, 0, sizeof res);
-	if (sim_run(&o, &res, err, errlen) < 0)
-		goto cleanup;
-	row->pool_sim = res.peak_reserved;
-	row->use_sim = res.peak_allocated;
-	row->reg_sim = res.device_allocs;
-	sim_result_free(&res);
-	rc = 0;
-cleanup:
+	if (filter_capture(in, tmp, &row->fs, err, errlen) == 0)
+		rc = replay_row(tmp, policy, conf, SIM_XLA_OFF, row, err, errlen);
 	unlink(tmp);
 	return rc;
 }
@@ -532,7 +520,9 @@ static int jax_one(const char *dir, const char *name, struct validate_pool_row *
 			    sizeof row->regions) == 0)
 		row->have_regions = 1;
 	snprintf(conf, sizeof conf, "allow_growth:true,memory_limit:%" PRIu64, row->limit);
-	return replay_filtered(in, "bfc", conf, 0, row, err, errlen);
+	/* XLA's requests, as `run` reads the capture (the labels say so; on
+	 * here whatever they say) */
+	return replay_row(in, "bfc", conf, SIM_XLA_ON, row, err, errlen);
 }
 
 /* One cudaMallocAsync run: DIR/NAME.trace.gz (its own capture) and NAME.json
@@ -567,7 +557,7 @@ static int async_one(const char *dir, const char *name, struct validate_pool_row
 		snprintf(thr, sizeof thr, "%" PRIu64, (uint64_t)v);
 	free(json);
 	snprintf(conf, sizeof conf, "release_threshold:%s", thr);
-	return replay_filtered(in, "cuda_async", conf, 1, row, err, errlen);
+	return replay_filtered(in, "cuda_async", conf, row, err, errlen);
 }
 
 static int name_cmp(const void *a, const void *b)

@@ -44,7 +44,7 @@ Test(validate_jax, sweep_sim_never_above_real)
 	cr_assert(strstr(out, "\"summary\":\"jax-truth\",\"runs\":11"), "%s", out);
 	/* 2 MiB-granular sizes replayed at their lower bound can only take
 	 * away: each row sim <= real, and 10 of the 11 are exact (b256 lacks
-	 * the 32 MiB region; validate_truth.c, filter_capture) */
+	 * the 32 MiB region; traces/xla_requests.h, docs/policies.md) */
 	for (const char *q = out; (q = strstr(q, "\"peak_pool_bytes_real\":")) != NULL; q++) {
 		unsigned long long r = strtoull(q + 23, NULL, 10), s;
 		const char *t = strstr(q, "\"peak_pool_bytes_sim\":");

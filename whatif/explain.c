@@ -278,7 +278,7 @@ int explain_batch(char *const *paths, size_t n, const struct explain_options *op
 		struct sim_options o = {
 			.trace_path = from_range ? tmp : p[i].path, .policy = pol, .conf = conf, .capacity = capacity,
 			.addr_mode = DEVICE_ADDR_SYNTHETIC, .timeline_points = 8,
-			.decisions = have_dec ? &log : NULL,
+			.decisions = have_dec ? &log : NULL, .xla_requests = opt->xla_requests,
 		};
 		int sr = explain_replay(&o, &m, err, errlen);
 		if (tmp[0]) {

@@ -127,6 +127,7 @@ struct explain_options {
 	uint64_t context;              /* device memory outside every allocation (CUDA
 					* context, module code, library handles) for
 					* the device-level view; 0: EXPLAIN_CONTEXT */
+	enum sim_xla_mode xla_requests;  /* sim_options.xla_requests (AUTO = 0) */
 };
 
 /* The CUDA context, module code and cuDNN/cuBLAS handles of the H200 runs:
