@@ -10,7 +10,8 @@ memory_stats()['requested_bytes.all.peak']. Eager first, then compiled,
 each after empty_cache() so the other's cached segments do not count.
 One more step walks the autograd graph before backward and counts what
 forward saved for it (distinct storages and their bytes): what AOTAutograd's
-partitioner kept, the mechanism `whatif compile` models.
+partitioner kept, the mechanism `whatif compile` models. A last step runs
+under torch.profiler (CUDA activity only) for the kernels each mode runs.
 
 --gpu-lock FILE: several of these processes compile at once (compilation is
 host work) and take FILE (flock) for the GPU work that is measured, so each
@@ -102,6 +103,28 @@ def saved_for_backward(run_model, opt, loss_fn, batch, img, classes, dev):
     return len(seen), sum(seen.values())
 
 
+def gpu_kernels(run_model, opt, loss_fn, batch, img, classes, dev):
+    """One step under torch.profiler (CUDA only): the GPU time and count of
+    its kernels, by name, so the compiled program's kernels can be compared
+    with what `whatif compile` predicts (triton_* are Inductor's)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step(run_model, opt, loss_fn, batch, img, classes, dev)
+        torch.cuda.synchronize()
+    kern = {}
+    for ev in prof.events():
+        if ev.device_type.name != "CUDA":
+            continue
+        k = kern.setdefault(ev.name, [0, 0.0])
+        k[0] += 1
+        k[1] += ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+    total = sum(v[1] for v in kern.values())
+    top = sorted(kern.items(), key=lambda kv: -kv[1][1])
+    return {"gpu_us": total, "kernels": sum(v[0] for v in kern.values()),
+            "names": len(kern),
+            "by_name": [{"name": n[:200], "count": c, "us": round(t, 1)} for n, (c, t) in top]}
+
+
 def measure(args, batch, mode, dev):
     """One (batch, mode) measurement; returns a dict for runs[]."""
     torch.manual_seed(0)
@@ -138,6 +161,11 @@ def measure(args, batch, mode, dev):
         rec["step_s"] = times
         rec["saved_count"], rec["saved_bytes"] = saved_for_backward(
             run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+        try:
+            rec["profile"] = gpu_kernels(run_model, opt, loss_fn, batch, args.img,
+                                         args.classes, dev)
+        except Exception as e:  # the measurement stands without it
+            rec["profile_error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
     del run_model, model, opt
     gc.collect()
     torch.cuda.empty_cache()
