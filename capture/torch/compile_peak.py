@@ -117,7 +117,7 @@ def gpu_kernels(run_model, opt, loss_fn, batch, img, classes, dev):
             continue
         k = kern.setdefault(ev.name, [0, 0.0])
         k[0] += 1
-        k[1] += ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+        k[1] += ev.time_range.elapsed_us()
     total = sum(v[1] for v in kern.values())
     top = sorted(kern.items(), key=lambda kv: -kv[1][1])
     return {"gpu_us": total, "kernels": sum(v[0] for v in kern.values()),
