@@ -61,7 +61,8 @@ static int parse_margin(const char *v, double *out)
 	return 0;
 }
 
-/* Here rather than in cmd_whatif.c: only maxbatch and explain replay. */
+/* A policy by name, or NULL with the known names on stderr (maxbatch,
+ * explain batch, whatif batch --policy). */
 const struct alloc_policy *whatif_policy(const char *cmd, const char *name)
 {
 	const struct alloc_policy *pol = policy_find(name);

@@ -5,8 +5,11 @@
  *
  * The fit quality goes to stderr (or, with --json, one object to stdout) so
  * the user sees how far to trust the synthesised trace: how many sites were
- * constant, linear, non-linear (interpolated), unaligned, and how far the
- * batch lies outside the fitted range.
+ * constant, linear, non-linear (interpolated), unaligned, how far the batch
+ * lies outside the fitted range, and the range the peak can fall in where
+ * sites cannot be predicted (whatif/batch_fit_interval.c): of live bytes
+ * always, of reserved and allocated bytes with --policy (the prediction and
+ * its bounds replayed).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +28,10 @@ static const struct cli_opt batch_opts[] = {
 	{"--batch", "N", "the batch size to synthesise"},
 	{"-o", "TRACE", "output trace (.gz compresses); written atomically"},
 	WHATIF_ALIGN_OPTS,
+	{"--policy", "NAME",
+	 "replay the prediction under policy NAME and print its\n"
+	 "peak reserved and allocated with the range they can fall in"},
+	{"--conf", "STRING", "the policy's knobs (with --policy)"},
 	{"--json", NULL, "the fit report as one JSON object on stdout"},
 	{"--sites", "FILE",
 	 "per-site fit quality as TSV: every allocation of the\n"
@@ -49,7 +56,10 @@ static void usage(FILE *f)
 		  "search, an algorithm switch) are paired within their gap and predicted, or\n"
 		  "copied from the nearest capture; the report says how much of the peak rests\n"
 		  "on them and the prediction is refused when that could move it by more than\n"
-		  "--max-unaligned.\n\n",
+		  "--max-unaligned. Where a site cannot be predicted (an algorithm switch between\n"
+		  "the captures around N, a workspace beyond them), its size is a range; the\n"
+		  "report gives the range of the peak (live bytes; with --policy, reserved and\n"
+		  "allocated, from replays at the sites' bounds) and why.\n\n",
 		  batch_opts,
 		  "\nExit status: 0 ok, 1 failure (a prediction that cannot be trusted, or\n"
 		  "--strict-align and misaligned captures: the message names the site and what\n"
@@ -110,10 +120,188 @@ out:
 	return ret;
 }
 
+/* The range of a prediction (whatif batch; NULL for maxbatch). */
+struct interval_out {
+	const struct bf_interval *iv;
+	const struct bf_site_range *sites;
+	size_t nsites;
+	const char *policy;              /* NULL: not replayed */
+	const struct bf_replay_range *rr;
+};
+
+/* Reasons, grouped: how many sites for each (why, captures). */
+struct why_group { enum bf_why why; uint64_t a, b; size_t n; };
+
+static size_t group_reasons(const struct bf_site_range *s, size_t n, struct why_group *g,
+			    size_t max)
+{
+	size_t ng = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		while (k < ng && !(g[k].why == s[i].why && g[k].a == s[i].batch_a &&
+				   g[k].b == s[i].batch_b))
+			k++;
+		if (k == ng) {
+			if (ng == max)
+				continue;
+			g[ng++] = (struct why_group){s[i].why, s[i].batch_a, s[i].batch_b, 0};
+		}
+		g[k].n++;
+	}
+	/* most sites first (insertion sort: a handful of groups) */
+	for (size_t i = 1; i < ng; i++)
+		for (size_t j = i; j > 0 && g[j].n > g[j - 1].n; j--) {
+			struct why_group x = g[j];
+			g[j] = g[j - 1];
+			g[j - 1] = x;
+		}
+	return ng;
+}
+
+/* One reason in words: "algorithm switch between b32 and b64". */
+static void reason_text(enum bf_why why, uint64_t a, uint64_t b, char *buf, size_t len)
+{
+	switch (why) {
+	case BF_WHY_SWITCH:
+		snprintf(buf, len, "algorithm switch between b%" PRIu64 " and b%" PRIu64, a, b);
+		break;
+	case BF_WHY_MISSING:
+		snprintf(buf, len, "seen on one side only of b%" PRIu64 "..b%" PRIu64, a, b);
+		break;
+	case BF_WHY_ABOVE:
+		snprintf(buf, len, "extrapolated above b%" PRIu64, a);
+		break;
+	case BF_WHY_BELOW:
+		snprintf(buf, len, "extrapolated below b%" PRIu64, a);
+		break;
+	default:
+		snprintf(buf, len, "predicted");
+	}
+}
+
+static void print_interval_json(struct json *j, const struct interval_out *io)
+{
+	const struct bf_interval *iv = io->iv;
+	json_kv_bool(j, "extrapolated", iv->extrapolated);
+	json_kv_u64(j, "interval_sites", iv->sites);
+	json_kv_u64(j, "peak_live", iv->peak_live);
+	json_kv_u64(j, "peak_lo", iv->peak_lo);
+	json_kv_u64(j, "peak_hi", iv->peak_hi);
+	if (io->policy) {
+		const struct bf_replay_range *rr = io->rr;
+		json_kv_string(j, "policy", io->policy);
+		json_kv_u64(j, "peak_reserved", rr->reserved);
+		json_kv_u64(j, "peak_reserved_lo", rr->reserved_lo);
+		json_kv_u64(j, "peak_reserved_hi", rr->reserved_hi);
+		json_kv_u64(j, "peak_allocated", rr->allocated);
+		json_kv_u64(j, "peak_allocated_lo", rr->allocated_lo);
+		json_kv_u64(j, "peak_allocated_hi", rr->allocated_hi);
+		json_kv_u64(j, "replays", (uint64_t)rr->replays);
+		json_kv_bool(j, "oom", rr->oom);
+	}
+	json_key(j, "interval_detail");
+	json_begin_array(j);
+	for (size_t i = 0; i < io->nsites; i++) {
+		const struct bf_site_range *s = &io->sites[i];
+		json_begin_object(j);
+		json_kv_u64(j, "site", s->site);
+		json_kv_u64(j, "line", s->line);
+		json_kv_string(j, "range", s->range ? s->range : "");
+		json_kv_bool(j, "search", s->search);
+		json_kv_u64(j, "predicted", s->predicted);
+		json_kv_u64(j, "lo", s->lo);
+		json_kv_u64(j, "hi", s->hi);
+		json_kv_string(j, "why", bf_why_name(s->why));
+		json_kv_u64(j, "batch_a", s->batch_a);
+		json_kv_u64(j, "batch_b", s->batch_b);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+/* "peak reserved under pytorch 3.48 GiB (allocated 2.25 GiB), can fall in
+ * 2.30-3.48 GiB: 108 sites unpredictable (80 extrapolated above b128, ...)",
+ * then the widest sites */
+static void print_interval_text(const struct interval_out *io, FILE *f)
+{
+	const struct bf_interval *iv = io->iv;
+	char b1[32], b2[32], b3[32], b4[32], why[160];
+	struct why_group g[16];
+	if (io->policy) {
+		const struct bf_replay_range *rr = io->rr;
+		fprintf(f, "whatif: peak reserved under %s %s (allocated %s)", io->policy,
+			size_fmt(rr->reserved, b1, sizeof b1), size_fmt(rr->allocated, b2, sizeof b2));
+		if (iv->sites)
+			fprintf(f, ", can fall in %s-%s (allocated %s-%s)",
+				size_fmt(rr->reserved_lo, b1, sizeof b1),
+				size_fmt(rr->reserved_hi, b2, sizeof b2),
+				size_fmt(rr->allocated_lo, b3, sizeof b3),
+				size_fmt(rr->allocated_hi, b4, sizeof b4));
+		if (rr->oom)
+			fprintf(f, " [out of memory in a replay]");
+	} else {
+		fprintf(f, "whatif: peak of live bytes %s", size_fmt(iv->peak_live, b1, sizeof b1));
+		if (iv->sites)
+			fprintf(f, ", can fall in %s-%s", size_fmt(iv->peak_lo, b1, sizeof b1),
+				size_fmt(iv->peak_hi, b2, sizeof b2));
+	}
+	if (!iv->sites) {
+		fprintf(f, ": every site predicted%s\n",
+			iv->extrapolated ? " (extrapolated beyond the captures)" : "");
+	} else {
+		size_t ng = group_reasons(io->sites, io->nsites, g, sizeof g / sizeof *g), shown = 0;
+		fprintf(f, ": %zu site%s unpredictable (", iv->sites, iv->sites == 1 ? "" : "s");
+		for (size_t i = 0; i < ng && i < 3; i++) {
+			reason_text(g[i].why, g[i].a, g[i].b, why, sizeof why);
+			fprintf(f, "%s%zu %s", i ? ", " : "", g[i].n, why);
+			shown += g[i].n;
+		}
+		if (shown < iv->sites)
+			fprintf(f, ", %zu other", iv->sites - shown);
+		fprintf(f, ")\n");
+		/* the widest three, to look at with --sites */
+		size_t top[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
+		for (size_t i = 0; i < io->nsites; i++) {
+			uint64_t w = io->sites[i].hi - io->sites[i].lo;
+			for (size_t k = 0; k < 3; k++) {
+				if (top[k] == SIZE_MAX || w > io->sites[top[k]].hi - io->sites[top[k]].lo) {
+					for (size_t q = 2; q > k; q--)
+						top[q] = top[q - 1];
+					top[k] = i;
+					break;
+				}
+			}
+		}
+		for (size_t k = 0; k < 3 && top[k] != SIZE_MAX; k++) {
+			const struct bf_site_range *s = &io->sites[top[k]];
+			reason_text(s->why, s->batch_a, s->batch_b, why, sizeof why);
+			fprintf(f, "whatif:   site %zu (line %" PRIu64 ", %s, %s): %s-%s, predicted %s: %s\n",
+				s->site, s->line, s->range ? s->range : "no range",
+				s->search ? "search workspace" : "workspace",
+				size_fmt(s->lo, b1, sizeof b1), size_fmt(s->hi, b2, sizeof b2),
+				size_fmt(s->predicted, b3, sizeof b3), why);
+		}
+	}
+	if (!io->policy)
+		fprintf(f, "whatif: --policy NAME replays it: peak reserved and allocated, with "
+			   "their range\n");
+}
+
+static void print_report(const struct bf_report *r, const struct bf_trust *t, uint64_t batch,
+			 int json, FILE *f, const struct interval_out *io);
+
 /* Print the fit report (text on F, or JSON on stdout). Shared with maxbatch. */
 void whatif_print_report(const struct bf_report *r, const struct bf_trust *t, uint64_t batch,
 			 int json, FILE *f)
 {
+	print_report(r, t, batch, json, f, NULL);
+}
+
+/* The fit report, and the range of the prediction when IO is not NULL. */
+static void print_report(const struct bf_report *r, const struct bf_trust *t, uint64_t batch,
+			 int json, FILE *f, const struct interval_out *io)
+{
+
 	double share = t && t->peak_live ? (double)t->copied_live / (double)t->peak_live : 0;
 	double pshare = t && t->peak_live ? (double)t->paired_live / (double)t->peak_live : 0;
 	double lo = (double)r->lo_batch, hi = (double)r->hi_batch;
@@ -150,6 +338,8 @@ void whatif_print_report(const struct bf_report *r, const struct bf_trust *t, ui
 			json_kv_double(&j, "unaligned_copied_peak_share", share);
 			json_kv_double(&j, "unaligned_bound", t->bound);
 		}
+		if (io)
+			print_interval_json(&j, io);
 		json_end_object(&j);
 		fputc('\n', stdout);
 		return;
@@ -182,6 +372,8 @@ void whatif_print_report(const struct bf_report *r, const struct bf_trust *t, ui
 		fprintf(f, "fit: warning: batch %" PRIu64 " is outside the fitted range %" PRIu64 "..%"
 			   PRIu64 " (%.0f%% beyond): extrapolated\n", batch, r->lo_batch, r->hi_batch,
 			100 * extra);
+	if (io)
+		print_interval_text(io, f);
 }
 
 /* Load every capture; 0 or -1 (message printed). Shared with maxbatch. */
@@ -232,7 +424,12 @@ int cmd_whatif(int argc, char **argv)
 {
 	char *from[MAX_FROM];
 	size_t nfrom = 0;
-	const char *outp = NULL, *sitesp = NULL;
+	const char *outp = NULL, *sitesp = NULL, *policy = NULL, *conf = NULL;
+	const struct alloc_policy *pol = NULL;
+	struct bf_interval iv;
+	struct bf_site_range *ranges = NULL;
+	size_t nranges = 0;
+	struct bf_replay_range rr;
 	uint64_t batch = 0;
 	int json = 0, ret = 1;
 	struct whatif_align al = WHATIF_ALIGN_DEFAULT;
@@ -271,12 +468,17 @@ int cmd_whatif(int argc, char **argv)
 				}
 				from[nfrom++] = argv[++i];
 			}
-		} else if (!strcmp(o, "--sites")) {
+		} else if (!strcmp(o, "--sites") || !strcmp(o, "--policy") || !strcmp(o, "--conf")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
 				return EXIT_USAGE;
 			}
-			sitesp = argv[++i];
+			if (!strcmp(o, "--sites"))
+				sitesp = argv[++i];
+			else if (!strcmp(o, "--policy"))
+				policy = argv[++i];
+			else
+				conf = argv[++i];
 		} else if (!strcmp(o, "--batch") || !strcmp(o, "-o")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
@@ -309,6 +511,12 @@ int cmd_whatif(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (conf && !policy) {
+		fprintf(stderr, "gpumemsim whatif batch: --conf needs --policy\n");
+		return EXIT_USAGE;
+	}
+	if (policy && !(pol = whatif_policy("whatif", policy)))
+		return EXIT_USAGE;
 	if (whatif_load("whatif", from, nfrom, t) < 0)
 		return 1;
 	struct bf_options opt = {.strict_align = al.strict};
@@ -334,11 +542,22 @@ int cmd_whatif(int argc, char **argv)
 			goto out;
 		}
 	}
-	whatif_print_report(bf_model_report(m), &tr, batch, json, stderr);
+	if (bf_interval(m, batch, &iv) < 0 || bf_interval_sites(m, batch, &ranges, &nranges) < 0) {
+		fprintf(stderr, "gpumemsim whatif: out of memory\n");
+		goto out;
+	}
+	if (pol && bf_interval_replay(m, batch, outp, pol, conf, 0, &rr, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim whatif: %s\n", err);
+		goto out;
+	}
+	struct interval_out io = {.iv = &iv, .sites = ranges, .nsites = nranges,
+				  .policy = pol ? policy : NULL, .rr = &rr};
+	print_report(bf_model_report(m), &tr, batch, json, stderr, &io);
 	if (!json)
 		fprintf(stderr, "wrote %s (batch %" PRIu64 ")\n", outp, batch);
 	ret = 0;
 out:
+	free(ranges);
 	bf_model_free(m);
 	for (size_t i = 0; i < nfrom; i++)
 		bf_free(t[i]);

@@ -15,12 +15,13 @@
 # reserved_bytes.all.peak). Both the whole run and the steady state (from
 # the NVTX range "step 1" on, i.e. without cuDNN's autotuning step) are
 # compared for the replays; the truth has only whole-run peaks.
-# Each prediction also gets its interval: scripts/whatif_bounds.c (built
-# here against the library next to GPUMEMSIM) writes the trace with every
-# unpredictable site (bf_site_bounds) at its low and at its high bound; both
-# are replayed, and a prediction outside 3% of its reference is counted
-# "in interval" when the reference lies between the lowest and highest of
-# the three replays. Extrapolations are marked and summarised apart.
+# Each prediction also gets its interval: `whatif batch --policy pytorch
+# --json` replays the prediction and, where sites cannot be predicted, the
+# trace with every such site at its low and at its high bound, and gives the
+# lowest and highest peaks of the three (peak_reserved_lo/_hi,
+# peak_allocated_lo/_hi); a prediction outside 3% of its reference is
+# counted "in interval" when the reference lies between them.
+# Extrapolations are marked and summarised apart.
 # Part 2 (seed table): `explain batch` over the CNN sweeps under `pytorch`
 # and `cuda_malloc`.
 #
@@ -34,13 +35,6 @@ OUT=${1:-out/whatif-accuracy}
 G=${2:-build/gpumemsim}
 mkdir -p "$OUT/pred"
 TSV="$OUT/accuracy.tsv"
-
-# the interval of a prediction comes from scripts/whatif_bounds.c (until
-# `whatif batch` prints it), built against the library next to GPUMEMSIM
-BOUNDS="$OUT/whatif_bounds"
-LIB="$(dirname "$G")/libgpumemsim.a"
-${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -o "$BOUNDS" "$(dirname "$0")/whatif_bounds.c" "$LIB" \
-	-lsqlite3 -lz -lm -lpthread
 
 # CNN fits: "FIT_BATCHES:PREDICT_BATCHES" (comma separated).
 CNN_FITS="8,32,128:16,64,256 16,64,256:8,32,128 32,64,128:8,16,256 8,16,32:64 64,128,256:32"
@@ -72,14 +66,15 @@ one() { # ROWFILE SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 	for f in ${fit//,/ }; do from+=("${pat//@/$f}"); done
 	local pred="$OUT/pred/$set-$model-b$b-from-${fit//,/_}.trace.gz"
 	local rep
-	rep=$("$G" whatif batch --max-unaligned 100 --json --from "${from[@]}" --batch "$b" -o "$pred" \
-		--sites "${pred%.trace.gz}.sites.tsv")
+	# the prediction, replayed under pytorch with its interval
+	rep=$("$G" whatif batch --max-unaligned 100 --json --policy pytorch --from "${from[@]}" \
+		--batch "$b" -o "$pred" --sites "${pred%.trace.gz}.sites.tsv")
 	local un sites kind
 	un=$(jq -r .unaligned <<<"$rep")
 	sites=$(jq -r .sites <<<"$rep")
 	kind=$(jq -r 'if .extrapolation > 0 then "extrapolation" else "interpolation" end' <<<"$rep")
 	local pa pr ca cr ta=- tr=-
-	read -r pa pr < <(peaks "$pred")
+	read -r pa pr < <(jq -r '[.peak_allocated, .peak_reserved] | @tsv' <<<"$rep")
 	read -r ca cr < <(peaks "${pat//@/$b}")
 	if [ "$truth" != - ]; then
 		ta=$(jq -r '.stats["allocated_bytes.all.peak"]' "$truth")
@@ -88,16 +83,10 @@ one() { # ROWFILE SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 	local pas prs cas crs
 	read -r pas prs < <(steady "$pred")
 	read -r cas crs < <(steady "${pat//@/$b}")
-	# the interval: the traces with every unpredictable site at its low
-	# and at its high bound (bf_synth_bound), replayed like the prediction
-	local iv nb la=$pa lr=$pr ha=$pa hr=$pr
-	iv=$("$BOUNDS" "$b" "${pred%.trace.gz}.lo.trace.gz" "${pred%.trace.gz}.hi.trace.gz" "${from[@]}")
-	nb=$(jq -r .sites <<<"$iv")
-	if [ "$nb" -gt 0 ]; then
-		read -r la lr < <(peaks "${pred%.trace.gz}.lo.trace.gz")
-		read -r ha hr < <(peaks "${pred%.trace.gz}.hi.trace.gz")
-	fi
-	rm -f "${pred%.trace.gz}.lo.trace.gz" "${pred%.trace.gz}.hi.trace.gz"
+	# the interval: the replays at the unpredictable sites' bounds
+	local nb la lr ha hr
+	read -r nb la lr ha hr < <(jq -r '[.interval_sites, .peak_allocated_lo, .peak_reserved_lo,
+		.peak_allocated_hi, .peak_reserved_hi] | @tsv' <<<"$rep")
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 		"$set" "$model" "$fit" "$b" "$kind" "$un" "$sites" "$pa" "$pr" "$ca" "$cr" "$ta" "$tr" \
 		"$pas" "$prs" "$cas" "$crs" "$nb" "$la" "$lr" "$ha" "$hr" > "$row"

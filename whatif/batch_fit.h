@@ -12,8 +12,8 @@
  * line, split into workspaces, framework memory and foreign libraries).
  *
  * One file a stage: batch_fit_load.c, batch_fit_align.c, batch_fit_fit.c,
- * batch_fit_synth.c, batch_fit_live.c, batch_fit_trust.c (what they share:
- * batch_fit_int.h).
+ * batch_fit_synth.c, batch_fit_live.c, batch_fit_trust.c,
+ * batch_fit_interval.c (what they share: batch_fit_int.h).
  */
 #ifndef WHATIF_BATCH_FIT_H
 #define WHATIF_BATCH_FIT_H
@@ -123,12 +123,13 @@ int bf_trust_check(const struct bf_model *m, uint64_t batch, double max_bound,
 /*
  * Where a site cannot be predicted (a workspace whose algorithm, or whose
  * search's largest candidate, changed between the captures around BATCH; or
- * outside the captures one whose sizes switch, or whose search trend
- * crosses the search limit), the prediction is a range, not one number.
- * Each such site gets bounds from one rule (a candidate's need grows with
- * the batch, at most in proportion; a search takes the largest need within
- * the limit); bf_synth_bound writes the trace with all of them at their low
- * or high bound, whose replays bound the peak (docs/whatif.md).
+ * outside the captures one whose sizes are not one line, or a search, whose
+ * largest candidate may be overtaken or cross the search limit), the
+ * prediction is a range, not one number. Each such site gets bounds from
+ * one rule (a candidate's need grows with the batch, at most in proportion;
+ * a search takes the largest need within the limit); bf_synth_bound writes
+ * the trace with all of them at their low or high bound, whose replays give
+ * the range of the peak (batch_fit_interval.c, docs/whatif.md).
  */
 struct bf_interval {
 	uint64_t batch;
@@ -145,6 +146,39 @@ struct bf_interval {
 /* Fill IV for BATCH. 0, or -1 out of memory. */
 int bf_interval(const struct bf_model *m, uint64_t batch, struct bf_interval *iv);
 
+/* Why a site's size at the batch is a range. */
+enum bf_why {
+	BF_WHY_NONE = 0,
+	BF_WHY_SWITCH,      /* the algorithm (or the search's largest candidate)
+			     * changed between the captures around the batch */
+	BF_WHY_MISSING,     /* no counterpart in the capture on one side: the
+			     * algorithm there may need no workspace */
+	BF_WHY_ABOVE,       /* above the captures: extrapolated */
+	BF_WHY_BELOW,       /* below the captures: extrapolated */
+};
+
+/* One site of the template whose size is a range (bf_interval_sites). */
+struct bf_site_range {
+	size_t site;                    /* numbered as in bf_write_sites */
+	uint64_t line;                  /* its line in the template capture */
+	const char *range;              /* innermost NVTX range, or NULL; owned by
+					 * the model's captures */
+	int search;                     /* a warm-up (algorithm search) workspace */
+	uint64_t predicted, lo, hi;     /* bytes */
+	enum bf_why why;
+	uint64_t batch_a, batch_b;      /* SWITCH, MISSING: the captures around the
+					 * batch; ABOVE: the largest capture, BELOW:
+					 * the smallest (batch_b = batch_a) */
+};
+
+/* The sites of the trace at BATCH whose size is a range, in template order:
+ * *OUT (caller frees; NULL when none) and *N. 0, or -1 out of memory. */
+int bf_interval_sites(const struct bf_model *m, uint64_t batch, struct bf_site_range **out,
+		      size_t *n);
+
+/* "algorithm switch", "no counterpart", "extrapolated above", ... */
+const char *bf_why_name(enum bf_why why);
+
 /* Bounds of template site SITE (numbered as in bf_write_sites) at BATCH:
  * 1 with [*LO, *HI] when it cannot be predicted, 0 with both = the
  * prediction, -1 out of memory or no such site. */
@@ -155,6 +189,28 @@ int bf_site_bounds(const struct bf_model *m, uint64_t batch, size_t site, uint64
  * (WHICH < 0) or its high bound (WHICH > 0); WHICH 0 is bf_synth. */
 int bf_synth_bound(const struct bf_model *m, uint64_t batch, int which, const char *path,
 		   char *err, size_t errlen);
+
+struct alloc_policy;
+
+/* Peaks of the prediction at BATCH replayed under a policy, and their range
+ * over the replays of the trace at the sites' low and high bounds. */
+struct bf_replay_range {
+	uint64_t reserved, reserved_lo, reserved_hi;
+	uint64_t allocated, allocated_lo, allocated_hi;
+	int replays;                    /* 1, or 3 when some site has bounds */
+	int oom;                        /* one of the replays ran out of memory */
+};
+
+/* Replay POINT_PATH (the trace bf_synth wrote for BATCH) under POLICY with
+ * CONF (may be NULL) and CAPACITY (0: the trace's), as `gpumemsim run`
+ * does; where sites have bounds, write the low- and high-bound traces to
+ * temporary files (TMPDIR), replay them too, and take the lowest and
+ * highest peaks of the three. The peak reserved by a caching allocator is
+ * not monotone in the sizes, so its range is that of the replays, not a
+ * guarantee (docs/whatif.md). 0, or -1 with ERR. */
+int bf_interval_replay(const struct bf_model *m, uint64_t batch, const char *point_path,
+		       const struct alloc_policy *policy, const char *conf, uint64_t capacity,
+		       struct bf_replay_range *out, char *err, size_t errlen);
 
 /* ------------------------------------------------------ live-set tracker */
 

@@ -10,8 +10,9 @@
  *   batch_fit_synth.c  the trace at another batch size (or at the bounds of
  *                      its unpredictable sites); the steady state
  *   batch_fit_live.c   what is live at a line (maxbatch, explain batch)
- *   batch_fit_trust.c  how far a prediction rests on what did not align, and
- *                      its interval where sites cannot be predicted
+ *   batch_fit_trust.c  how far a prediction rests on what did not align
+ *   batch_fit_interval.c  the range of a prediction where sites cannot be
+ *                      predicted: each site's bounds, the peak's, replays
  *
  * Traces are held in memory as the reader's records (struct trace_rec, with
  * kernel links in the trace's own pool) because alignment needs random
@@ -88,6 +89,7 @@ struct bf_model {
 	size_t n;
 	struct bf_report rep;
 	double search_limit;          /* bytes; bounds workspace trends */
+	double linear_tol;            /* relative residual of a linear site */
 	size_t ncev;                  /* canonical (aligned in every capture) events */
 	size_t **cev, **rev_ev;       /* [trace]: canonical -> event, event -> canonical */
 	size_t ncanon;                /* canonical sites */
@@ -135,11 +137,14 @@ size_t bf_template_index(const struct bf_model *m, uint64_t batch);
  * slot per capture, scratch for the paired sizes). */
 uint64_t bf_predict_template_site(const struct bf_model *m, size_t kt, size_t s,
 				  uint64_t batch, uint64_t *sz, char *kind);
+
+/* batch_fit_interval.c */
 /* Bounds of that site's size at BATCH: 1 with LO < HI when it cannot be
  * predicted (an algorithm switch between the captures around BATCH, ...),
- * else 0 with LO = HI = the prediction (SZ as above). */
+ * with the reason in *R when R is not NULL, else 0 with LO = HI = the
+ * prediction (SZ as above). */
 int bf_template_site_bounds(const struct bf_model *m, size_t kt, size_t s, uint64_t batch,
-			    uint64_t *sz, uint64_t *lo, uint64_t *hi);
+			    uint64_t *sz, uint64_t *lo, uint64_t *hi, struct bf_site_range *r);
 
 /* batch_fit_synth.c: the trace at BATCH with every unpredictable site at
  * its prediction (WHICH 0), its low bound (-1) or its high bound (+1). */

@@ -265,7 +265,7 @@ int bf_synth_which(const struct bf_model *m, uint64_t batch, int which, const ch
 		if (r->type == TREC_ALLOC) {
 			char kind;
 			uint64_t lo, hi;
-			if (which && bf_template_site_bounds(m, kt, site, batch, pair_sz, &lo, &hi))
+			if (which && bf_template_site_bounds(m, kt, site, batch, pair_sz, &lo, &hi, NULL))
 				o.u.mem.bytes = which < 0 ? lo : hi;
 			else
 				o.u.mem.bytes = bf_predict_template_site(m, kt, site, batch, pair_sz, &kind);
