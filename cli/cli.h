@@ -51,6 +51,8 @@ int cli_parse_xla_requests(const char *cmd, const char *v, int *out);
 	"labels say workload=jax and alloc=platform; on; off: the\n" \
 	"trace as captured"
 int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
+/* A bandwidth: "4.8TB/s", "900GB/s", "1.5TiB/s", "3e12" (bytes/s); 0 or -1. */
+int cli_parse_bandwidth(const char *s, double *out);
 
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);

@@ -107,3 +107,24 @@ const struct cli_opt *cli_opt_match(const struct cli_opt *opts, const char *arg)
 	}
 	return NULL;
 }
+
+/* "4.8TB/s", "900GB/s", "1.5TiB/s", "3e12" (bytes/s, at least 1 MB/s); 0 or -1. */
+int cli_parse_bandwidth(const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || !(v > 0) || v > 1e16)
+		return -1;
+	static const struct { const char *u; double m; } units[] = {
+		{"", 1}, {"B/s", 1}, {"KB/s", 1e3}, {"MB/s", 1e6}, {"GB/s", 1e9}, {"TB/s", 1e12},
+		{"KiB/s", 1024.0}, {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
+		{"TiB/s", 1099511627776.0},
+	};
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (!strcmp(end, units[i].u)) {
+			*out = v * units[i].m;
+			return *out >= 1e6 ? 0 : -1;
+		}
+	}
+	return -1;
+}

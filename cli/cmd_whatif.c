@@ -445,6 +445,8 @@ int cmd_whatif(int argc, char **argv)
 		}
 	if (argc >= 2 && !strcmp(argv[1], "steady"))
 		return cmd_steady(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "compile"))
+		return cmd_whatif_compile(argc, argv);
 	if (argc < 2 || strcmp(argv[1], "batch")) {
 		fprintf(stderr, "gpumemsim whatif: expected 'batch' or 'steady'\n");
 		usage(stderr);

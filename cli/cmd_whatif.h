@@ -45,4 +45,8 @@ struct alloc_policy;
  * (CMD prefix). In cmd_maxbatch.c. */
 const struct alloc_policy *whatif_policy(const char *cmd, const char *name);
 
+/* whatif compile TRACE [-o OUT] [--json] (cmd_whatif_compile.c); ARGV[1] is
+ * "compile". */
+int cmd_whatif_compile(int argc, char **argv);
+
 #endif /* CLI_CMD_WHATIF_H */

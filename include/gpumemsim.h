@@ -63,6 +63,7 @@
 #include "../sim/validate_truth.h"
 #include "../whatif/batch_fit.h"
 #include "../whatif/captures.h"
+#include "../whatif/compile.h"
 #include "../whatif/explain.h"
 #include "../whatif/fusion.h"
 #include "../whatif/maxbatch.h"

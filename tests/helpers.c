@@ -239,8 +239,9 @@ void th_sb_printf(struct th_sbuf *b, const char *fmt, ...)
 	}
 	memcpy(b->s + b->n, line, (size_t)n + 1);
 	b->n += (size_t)n;
-	if (strchr("afkcmyrpxg", line[0]) && line[1] == ' ')
-		b->recs++;
+	for (const char *l = line; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+		if (strchr("afkcmyrpxg", l[0]) && l[1] == ' ')
+			b->recs++;
 }
 
 void th_sb_end(struct th_sbuf *b)

@@ -1,0 +1,253 @@
+/*
+ * cmd_whatif_compile.c: `gpumemsim whatif compile TRACE [-o OUT] [--json]`:
+ * what torch.compile would do to a training step's memory, from an eager
+ * capture (whatif/compile.h does the work). Prints the peaks before and
+ * after and what each mechanism (the partitioner's recomputation, fusion)
+ * saved; writes the compiled program's trace for `gpumemsim run`.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/gpumemsim.h"
+#include "cli.h"
+#include "cmd_whatif.h"
+
+#define CMD "gpumemsim whatif compile"
+#define DEFAULT_STEADY "step 1"
+
+/* Every option the parse loop accepts. */
+static const struct cli_opt compile_opts[] = {
+	{"-o", "OUT", "write the compiled program's trace (.gz compresses;\n"
+		      "atomically)"},
+	{"--policy", "NAME", "allocator the peaks are replayed with (default pytorch)"},
+	{"--conf", "STRING", "its knobs, framework syntax (e.g. max_split_size_mb:128)"},
+	{"--steady-from", "RANGE", "count peaks from the first NVTX range of this name on\n"
+				   "(default '" DEFAULT_STEADY "': after the first step, as\n"
+				   "torch.cuda.max_memory_allocated after warm-up);\n"
+				   "'' counts the whole trace"},
+	{"--rules", "FILE", "fusion rules (docs/fusion.md; default: the builtin\n"
+			    "Inductor-like rules, the same as\n"
+			    "traces/fusion_rules/torch_inductor_like.rules)"},
+	{"--bandwidth", "BW", "bandwidth of the fused kernels' duration model, e.g.\n"
+			      "4.8TB/s (default: measured from the trace)"},
+	{"--json", NULL, "the report as one JSON object on stdout"},
+	CLI_OPT_END,
+};
+
+static void usage(FILE *f)
+{
+	cli_usage(f, "whatif compile TRACE [-o OUT] [--json] [options]",
+		  "Predict what torch.compile (Inductor, default mode) does to a training step's\n"
+		  "memory, from an eager capture with one allocation per tensor\n"
+		  "(PYTORCH_NO_CUDA_MEMORY_CACHING=1), kernel-to-buffer links and NVTX ranges\n"
+		  "\"forward\"/\"backward\" (capture/torch/recipe.sh takes such captures).\n"
+		  "Two mechanisms: the partitioner recomputes in backward the saved activations\n"
+		  "that pointwise kernels made from tensors backward has anyway and that only\n"
+		  "generated kernels read there (freed after forward instead); then pointwise\n"
+		  "chains are fused and their intermediates never allocated.\n\n",
+		  compile_opts,
+		  "\nExit status: 0 ok, 1 failure (bad trace: file:line; a trace without the\n"
+		  "ranges or links it needs), 2 usage.\n");
+}
+
+static double pct(uint64_t after, uint64_t before)
+{
+	return before ? 100.0 * ((double)after - (double)before) / (double)before : 0.0;
+}
+
+static void json_peaks(struct json *j, const char *key, const struct compile_peaks *p)
+{
+	json_key(j, key);
+	json_begin_object(j);
+	json_kv_u64(j, "allocated", p->allocated);
+	json_kv_u64(j, "reserved", p->reserved);
+	json_kv_u64(j, "requested", p->requested);
+	json_end_object(j);
+}
+
+static void print_json(const char *trace, const char *out, const char *policy,
+		       const char *steady, const struct compile_report *r)
+{
+	const struct compile_partition *p = &r->part;
+	const struct fusion_stats *fs = &r->fusion.all;
+	struct json j;
+	json_init(&j, stdout);
+	json_begin_object(&j);
+	json_kv_string(&j, "trace", trace);
+	json_key(&j, "output");
+	if (out)
+		json_string(&j, out);
+	else
+		json_null(&j);
+	json_kv_string(&j, "policy", policy);
+	json_key(&j, "steady_from");
+	if (steady)
+		json_string(&j, steady);
+	else
+		json_null(&j);
+	json_kv_u64(&j, "steps", p->steps);
+	json_kv_u64(&j, "peak_allocated_before", r->before.allocated);
+	json_kv_u64(&j, "peak_allocated_after", r->after.allocated);
+	json_kv_double(&j, "peak_allocated_change_pct", pct(r->after.allocated, r->before.allocated));
+	json_kv_u64(&j, "peak_reserved_before", r->before.reserved);
+	json_kv_u64(&j, "peak_reserved_after", r->after.reserved);
+	json_kv_u64(&j, "kernel_time_before_ns", fs->ktime_before);
+	json_kv_u64(&j, "kernel_time_after_ns", fs->ktime_after);
+	json_peaks(&j, "eager", &r->before);
+	json_peaks(&j, "partitioned", &r->partitioned);
+	json_peaks(&j, "compiled", &r->after);
+	json_key(&j, "mechanisms");
+	json_begin_object(&j);
+	json_key(&j, "partitioner");
+	json_begin_object(&j);
+	json_kv_u64(&j, "saved_tensors", p->saved);
+	json_kv_u64(&j, "saved_bytes", p->saved_bytes);
+	json_kv_u64(&j, "recomputed_tensors", p->recomputed);
+	json_kv_u64(&j, "recomputed_bytes", p->recomputed_bytes);
+	json_kv_u64(&j, "kept_producer", p->keep_producer);
+	json_kv_u64(&j, "kept_inputs", p->keep_inputs);
+	json_kv_u64(&j, "kept_backward", p->keep_backward);
+	json_kv_i64(&j, "peak_allocated_change",
+		    (int64_t)r->partitioned.allocated - (int64_t)r->before.allocated);
+	json_end_object(&j);
+	json_key(&j, "fusion");
+	json_begin_object(&j);
+	json_kv_u64(&j, "fused_kernels", fs->groups);
+	json_kv_u64(&j, "kernels_fused", fs->kernels_fused);
+	json_kv_u64(&j, "buffers_eliminated", fs->buffers_eliminated);
+	json_kv_u64(&j, "bytes_eliminated", fs->bytes_eliminated);
+	json_kv_i64(&j, "peak_allocated_change",
+		    (int64_t)r->after.allocated - (int64_t)r->partitioned.allocated);
+	json_end_object(&j);
+	json_end_object(&j);
+	json_end_object(&j);
+	fputc('\n', stdout);
+}
+
+static void print_text(const char *trace, const char *out, const char *policy,
+		       const char *steady, const struct compile_report *r)
+{
+	const struct compile_partition *p = &r->part;
+	const struct fusion_stats *fs = &r->fusion.all;
+	uint64_t n = p->steps ? p->steps : 1;
+	char b1[32], b2[32], b3[32];
+	printf("eager capture  %s: %" PRIu64 " forward/backward steps; peaks replayed with %s%s%s%s\n",
+	       trace, p->steps, policy, steady ? " from range '" : " over the whole trace",
+	       steady ? steady : "", steady ? "' on" : "");
+	printf("saved          %.0f tensors, %s per step (made in forward, freed in backward)\n",
+	       (double)p->saved / (double)n, size_fmt(p->saved_bytes / n, b1, sizeof b1));
+	printf("partitioner    recomputes %.0f of them in backward, %s per step; kept: %.0f made by\n"
+	       "               library, norm, reduction or opaque kernels, %.0f whose inputs are gone,\n"
+	       "               %.0f read in backward by a library (or possibly an opaque) kernel\n",
+	       (double)p->recomputed / (double)n, size_fmt(p->recomputed_bytes / n, b1, sizeof b1),
+	       (double)p->keep_producer / (double)n, (double)p->keep_inputs / (double)n,
+	       (double)p->keep_backward / (double)n);
+	printf("fusion         %" PRIu64 " kernels into %" PRIu64 ", %" PRIu64
+	       " intermediates never allocated (%s in all)\n",
+	       fs->kernels_fused, fs->groups, fs->buffers_eliminated,
+	       size_fmt(fs->bytes_eliminated, b1, sizeof b1));
+	printf("peak allocated %s -> %s (%+.2f%%): partitioner %+.2f%%, fusion %+.2f%%\n",
+	       size_fmt(r->before.allocated, b1, sizeof b1), size_fmt(r->after.allocated, b2, sizeof b2),
+	       pct(r->after.allocated, r->before.allocated),
+	       pct(r->partitioned.allocated, r->before.allocated),
+	       r->before.allocated ? 100.0 * ((double)r->after.allocated - (double)r->partitioned.allocated) /
+					     (double)r->before.allocated : 0.0);
+	printf("peak reserved  %s -> %s (%+.2f%%)\n", size_fmt(r->before.reserved, b1, sizeof b1),
+	       size_fmt(r->after.reserved, b3, sizeof b3), pct(r->after.reserved, r->before.reserved));
+	printf("kernel time    %.3f ms -> %.3f ms (%+.2f%%, the whole trace)\n", fs->ktime_before / 1e6,
+	       fs->ktime_after / 1e6, pct(fs->ktime_after, fs->ktime_before));
+	if (out)
+		printf("wrote %s\n", out);
+}
+
+/* whatif compile: exit codes as cli.h says. */
+int cmd_whatif_compile(int argc, char **argv)
+{
+	const char *trace = NULL, *out = NULL, *rules_path = NULL, *policy = "pytorch";
+	const char *steady = DEFAULT_STEADY;
+	struct compile_options opt = {0};
+	struct compile_report rep;
+	struct fusion_rules rs;
+	int json = 0, ret = 1;
+	char err[2048];
+
+	memset(&rep, 0, sizeof rep);
+	memset(&rs, 0, sizeof rs);
+	for (int i = 2; i < argc; i++)
+		if (cli_is_help(argv[i])) {
+			usage(stdout);
+			return 0;
+		}
+	for (int i = 2; i < argc; i++) {
+		const char *o = argv[i];
+		const struct cli_opt *d = cli_opt_match(compile_opts, o);
+		int takes = d && d->arg;
+		if (takes && i + 1 >= argc) {
+			fprintf(stderr, CMD ": %s needs a value\n", o);
+			return EXIT_USAGE;
+		}
+		const char *v = takes ? argv[++i] : NULL;
+		if (!strcmp(o, "-o")) {
+			out = v;
+		} else if (!strcmp(o, "--policy")) {
+			policy = v;
+		} else if (!strcmp(o, "--conf")) {
+			opt.conf = v;
+		} else if (!strcmp(o, "--steady-from")) {
+			steady = v;
+		} else if (!strcmp(o, "--rules")) {
+			rules_path = v;
+		} else if (!strcmp(o, "--bandwidth")) {
+			if (cli_parse_bandwidth(v, &opt.bandwidth) < 0) {
+				fprintf(stderr, CMD ": --bandwidth '%s': expected a rate such as "
+					"4.8TB/s, 900GB/s or 3e12 (bytes/s, at least 1MB/s)\n", v);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(o, "--json")) {
+			json = 1;
+		} else if (o[0] == '-' && o[1]) {
+			fprintf(stderr, CMD ": unknown option '%s'\n", o);
+			return EXIT_USAGE;
+		} else if (!trace) {
+			trace = o;
+		} else {
+			fprintf(stderr, CMD ": one trace at a time ('%s' and '%s')\n", trace, o);
+			return EXIT_USAGE;
+		}
+	}
+	if (!trace) {
+		fprintf(stderr, CMD ": missing TRACE\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	opt.policy = whatif_policy(CMD, policy);
+	if (!opt.policy)
+		return EXIT_USAGE;
+	opt.steady_from = steady && *steady ? steady : NULL;
+	if (rules_path) {
+		if (fusion_rules_load(rules_path, &rs, err, sizeof err) < 0) {
+			fprintf(stderr, CMD ": %s\n", err);
+			goto out;
+		}
+		opt.rules = &rs;
+	}
+	if (compile_apply(trace, out, &opt, &rep, err, sizeof err) < 0) {
+		fprintf(stderr, CMD ": %s\n", err);
+		goto out;
+	}
+	if (json)
+		print_json(trace, out, policy, opt.steady_from, &rep);
+	else
+		print_text(trace, out, policy, opt.steady_from, &rep);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, CMD ": writing the report failed\n");
+		goto out;
+	}
+	ret = 0;
+out:
+	compile_report_free(&rep);
+	fusion_rules_free(&rs);
+	return ret;
+}

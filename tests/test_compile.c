@@ -1,0 +1,204 @@
+/*
+ * test_compile.c: the torch.compile what-if (whatif/compile.c) on a
+ * hand-made training step whose partitioner decisions are known, one case
+ * per rule, and `gpumemsim whatif compile` through the binary.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../traces/trace.h"
+#include "../whatif/compile.h"
+#include "helpers.h"
+
+#define MiB 1048576u
+
+/*
+ * One step. Allocation ids (ordinals of 'a'): 0 W weight; in forward: 1 X
+ * input (no linked producer), 2 C conv output (opaque conv), 3 B batch
+ * norm output, 4 A = pointwise(B): read in backward by a pointwise kernel
+ * only -> recomputed; 5 D = pointwise(A), read in backward by a GEMM ->
+ * kept; 6 T a forward temporary; 7 F = pointwise(T), T gone by backward ->
+ * kept; 8 E = pointwise(B), an opaque kernel launched between its last
+ * backward read and its free -> kept.
+ */
+/* String ids 0.. of the trace (S lines). */
+static const char *const names[] = {
+	"step 0",
+	"forward",
+	"backward",
+	"sm90_xmma_fprop_conv",
+	"_ZN5cudnn16bn_fw_tr_1C11",
+	"vectorized_elementwise_kernel_silu",
+	"vectorized_elementwise_kernel_mul",
+	"elementwise_kernel_x",
+	"elementwise_kernel_y",
+	"elementwise_kernel_z",
+	"cutlass_gemm_wgrad",
+	"elementwise_kernel_silu_bwd",
+	"elementwise_kernel_bwd2",
+	"sm90_xmma_dgrad",
+};
+
+static void write_step(char *path, size_t len, int with_ranges, int with_links)
+{
+	struct th_sbuf b = {0};
+	const char *L3 = with_links ? "2,3" : "-", *L4 = with_links ? "3,4" : "-";
+	th_sb_printf(&b, "gpumemsim-trace 1\nH producer test\nL model=step\n");
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		th_sb_printf(&b, "S %zu %s\n", i, names[i]);
+	th_sb_printf(&b, "a 50 0x1000 %u -\n", MiB);
+	if (with_ranges)
+		th_sb_printf(&b, "r 100 1000 0 0\nr 100 500 1 1\n");
+	th_sb_printf(&b, "a 110 0x100000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "a 120 0x200000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "k 130 140 7 3 1,1,1 1,1,1 1 0 1 -\n");
+	th_sb_printf(&b, "a 150 0x300000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "k 160 170 7 4 1,1,1 1,1,1 1 0 2 %s\n", L3);
+	th_sb_printf(&b, "a 180 0x400000 %u -\n", 8 * MiB);
+	th_sb_printf(&b, "k 190 200 7 5 1,1,1 1,1,1 1 0 3 %s\n", L4);
+	th_sb_printf(&b, "a 210 0x1000000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "k 220 230 7 6 1,1,1 1,1,1 1 0 4 %s\n",
+		     with_links ? "4,5" : "-");
+	th_sb_printf(&b, "a 240 0x1800000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "k 250 260 7 7 1,1,1 1,1,1 1 0 5 %s\n",
+		     with_links ? "5,6" : "-");
+	th_sb_printf(&b, "a 270 0x2000000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "k 280 290 7 8 1,1,1 1,1,1 1 0 6 %s\n",
+		     with_links ? "6,7" : "-");
+	th_sb_printf(&b, "f 300 0x1800000 0 -\n");
+	th_sb_printf(&b, "a 310 0x2800000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "k 320 330 7 9 1,1,1 1,1,1 1 0 7 %s\n",
+		     with_links ? "3,8" : "-");
+	if (with_ranges)
+		th_sb_printf(&b, "r 600 900 2 1\n");
+	th_sb_printf(&b, "k 610 620 7 10 1,1,1 1,1,1 1 0 8 %s\n",
+		     with_links ? "5" : "-");
+	th_sb_printf(&b, "k 630 640 7 11 1,1,1 1,1,1 1 0 9 %s\n",
+		     with_links ? "4" : "-");
+	th_sb_printf(&b, "f 650 0x400000 0 -\n");
+	th_sb_printf(&b, "k 660 670 7 12 1,1,1 1,1,1 1 0 10 %s\n",
+		     with_links ? "8,7" : "-");
+	th_sb_printf(&b, "k 680 690 7 13 1,1,1 1,1,1 1 0 11 -\n");
+	th_sb_printf(&b, "f 700 0x2800000 0 -\nf 710 0x2000000 0 -\nf 720 0x1000000 0 -\n");
+	th_sb_printf(&b, "f 730 0x300000 0 -\nf 740 0x200000 0 -\nf 750 0x100000 0 -\n");
+	th_sb_end(&b);
+	th_tmpfile(path, len, "compile-step", b.s);
+	free(b.s);
+}
+
+Test(compile, partitioner_rules_one_case_each)
+{
+	char in[256], out[256], err[512];
+	struct compile_partition p;
+	write_step(in, sizeof in, 1, 1);
+	th_tmpname(out, sizeof out, "compile-part");
+	cr_assert_eq(compile_partition(in, out, &p, err, sizeof err), 0, "%s", err);
+	cr_expect_eq(p.steps, 1);
+	cr_expect_eq(p.saved, 7, "saved %" PRIu64, p.saved);   /* X C B A D F E */
+	cr_expect_eq(p.recomputed, 1);
+	cr_expect_eq(p.recomputed_bytes, 8 * MiB);
+	cr_expect_eq(p.keep_producer, 3);                        /* X C B */
+	cr_expect_eq(p.keep_inputs, 1);                          /* F */
+	cr_expect_eq(p.keep_backward, 2);                        /* D E */
+
+	/* A is freed right after its last forward reader (the mul at 220), and
+	 * the backward kernel that read it no longer links it */
+	struct trace_reader *rd = trace_reader_open(out);
+	cr_assert(rd && trace_reader_status(rd) >= 0);
+	struct trace_rec r;
+	int a_freed_at = -1, freed_once = 0, silu_bwd_links = -1;
+	while (trace_reader_next(rd, &r) == TRACE_OK) {
+		if (r.type == TREC_FREE && r.u.mem.addr == 0x400000) {
+			a_freed_at = (int)r.start;
+			freed_once++;
+		}
+		if (r.type == TREC_KERNEL &&
+		    !strcmp(trace_reader_string(rd, r.u.kernel.name), "elementwise_kernel_silu_bwd"))
+			silu_bwd_links = (int)r.u.kernel.nlinks;
+	}
+	cr_expect_eq(trace_reader_trailer(rd)->present, 1);
+	trace_reader_close(rd);
+	cr_expect_eq(a_freed_at, 220);
+	cr_expect_eq(freed_once, 1);
+	cr_expect_eq(silu_bwd_links, 0);
+	unlink(in);
+	unlink(out);
+}
+
+Test(compile, cli_json_peak_falls_by_the_recomputed_tensor)
+{
+	char in[256], out[256], js[256], er[256], args[1024];
+	write_step(in, sizeof in, 1, 1);
+	th_tmpname(out, sizeof out, "compile-out");
+	th_tmpname(js, sizeof js, "compile-json");
+	th_tmpname(er, sizeof er, "compile-err");
+	snprintf(args, sizeof args, "whatif compile '%s' -o '%s' --json --steady-from ''", in, out);
+	cr_assert_eq(th_run(NULL, js, er, args), 0, "%s", th_slurp(er));
+	char *j = th_slurp(js);
+	cr_assert_not_null(strstr(j, "\"recomputed_tensors\":1"), "%s", j);
+	/* at the eager peak (after E is made) W X C B A D F E are live: 33 MiB;
+	 * compiled, A (8 MiB) is gone before F and E are made */
+	cr_expect_not_null(strstr(j, "\"peak_allocated_before\":34603008"), "%s", j);
+	cr_expect_not_null(strstr(j, "\"peak_allocated_after\":26214400"), "%s", j);
+	cr_expect_eq(access(out, F_OK), 0);
+	free(j);
+	/* the written trace validates */
+	snprintf(args, sizeof args, "trace validate '%s'", out);
+	cr_expect_eq(th_run(NULL, js, er, args), 0, "%s", th_slurp(er));
+	unlink(in);
+	unlink(out);
+	unlink(js);
+	unlink(er);
+}
+
+Test(compile, refuses_what_it_cannot_model)
+{
+	char in[256], out[256], so[256], er[256], args[1024];
+	th_tmpname(out, sizeof out, "compile-out");
+	unlink(out);                          /* a failure must not create it */
+	th_tmpname(so, sizeof so, "compile-so");
+	th_tmpname(er, sizeof er, "compile-err");
+
+	write_step(in, sizeof in, 0, 1);      /* no forward/backward ranges */
+	snprintf(args, sizeof args, "whatif compile '%s' -o '%s'", in, out);
+	cr_expect_eq(th_run(NULL, so, er, args), 1);
+	char *e = th_slurp(er);
+	cr_expect_not_null(strstr(e, "no NVTX ranges named \"forward\" and \"backward\""), "%s", e);
+	free(e);
+	cr_expect_neq(access(out, F_OK), 0, "nothing written on failure");
+	unlink(in);
+
+	write_step(in, sizeof in, 1, 0);      /* no links */
+	snprintf(args, sizeof args, "whatif compile '%s' -o '%s'", in, out);
+	cr_expect_eq(th_run(NULL, so, er, args), 1);
+	e = th_slurp(er);
+	cr_expect_not_null(strstr(e, "no kernel-to-buffer links"), "%s", e);
+	free(e);
+	cr_expect_neq(access(out, F_OK), 0);
+
+	snprintf(args, sizeof args, "whatif compile '%s' --no-such-knob", in);
+	cr_expect_eq(th_run(NULL, so, er, args), 2);
+	snprintf(args, sizeof args, "whatif compile '%s' --policy nosuch", in);
+	cr_expect_eq(th_run(NULL, so, er, args), 2);
+	unlink(in);
+
+	/* a trace cut short (no trailer) is refused with its name */
+	write_step(in, sizeof in, 1, 1);
+	char cut[256];
+	th_tmpname(cut, sizeof cut, "compile-cut");
+	cr_assert_eq(th_sh("grep -v '^end ' '%s' > '%s'", in, cut), 0);
+	snprintf(args, sizeof args, "whatif compile '%s' -o '%s'", cut, out);
+	cr_expect_eq(th_run(NULL, so, er, args), 1);
+	e = th_slurp(er);
+	cr_expect_not_null(strstr(e, cut), "%s", e);
+	free(e);
+	cr_expect_neq(access(out, F_OK), 0);
+	unlink(in);
+	unlink(cut);
+	unlink(so);
+	unlink(er);
+}

@@ -1,0 +1,705 @@
+/*
+ * compile.c: the torch.compile what-if (see compile.h and docs/fusion.md).
+ *
+ * The partitioner stage reads the trace once to learn, per allocation, when
+ * it was made and freed, in which forward it was made, the kernel that
+ * produced it and which kernels read it in backward; per kernel its class
+ * (from its name), host launch time and links. It decides which saved
+ * activations the compiled program recomputes, and writes the trace again
+ * with their frees moved to just after their last forward use. The fusion
+ * stage (fusion.c) then fuses pointwise chains of the result.
+ */
+#include "compile.h"
+
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../base/u64map.h"
+#include "../base/vec.h"
+#include "../sim/engine.h"
+#include "../traces/trace.h"
+#include "batch_fit.h"
+
+#define NONE UINT32_MAX
+
+const char compile_builtin_rules[] =
+	"# builtin: an approximation of Inductor's fusion (default mode)\n"
+	"pointwise_chain: chain *elementwise_kernel*|*add_kernel*|*relu*|*threshold*|*clamp*\n"
+	"bn_epilogue: *elementwise_kernel*|*relu*|*threshold*|*clamp* into "
+	"*bn_fw*|*batch_norm*|*bn_bw*|*BatchNorm*\n"
+	"reduction_prologue: *bn_bw*|*batch_norm_backward*|*reduce_kernel* into "
+	"*elementwise_kernel*|*threshold*\n"
+	"reduction_epilogue: *elementwise_kernel* into *reduce_kernel*\n"
+	"softmax_loss: *nll_loss* into *softmax*|*log_softmax*\n"
+	"softmax_loss_backward: *softmax_warp_backward*|*softmax_backward* into "
+	"*nll_loss_backward*\n"
+	"pool_prologue: *max_pool*|*avg_pool* into *elementwise_kernel*|*threshold*|*clamp*\n";
+
+/*
+ * Kernel classes, by name (mangled, as CUPTI reports it); the first
+ * matching row wins, so the specific rows come first.
+ *  - LIBRARY: convolutions and GEMMs (cuDNN, cuBLAS, CUTLASS, ATen's
+ *    depthwise convolution, attention): Inductor calls them as extern
+ *    kernels; a tensor they read in backward must exist there.
+ *  - NORM: batch/layer norm; Inductor generates these (reductions), so they
+ *    read recomputed values, but their outputs are not recomputed.
+ *  - RANDOM: random numbers are never recomputed.
+ *  - CAT: concatenations (DenseNet's): kept, as measured (a cat output that
+ *    feeds a batch norm stays saved in compiled DenseNet-121).
+ *  - POINTWISE: ATen's element-wise kernels: recomputable.
+ * Anything else (reductions, softmax, loss, pooling) is OTHER.
+ */
+enum kclass { K_OTHER = 0, K_LIBRARY, K_NORM, K_RANDOM, K_CAT, K_POINTWISE };
+static const struct {
+	const char *glob;
+	enum kclass cls;
+} kclass_rows[] = {
+	{"*bn_fw*", K_NORM}, {"*bn_bw*", K_NORM}, {"*batch_norm*", K_NORM},
+	{"*BatchNorm*", K_NORM}, {"*layer_norm*", K_NORM}, {"*LayerNorm*", K_NORM},
+	{"*distribution*", K_RANDOM}, {"*fused_dropout*", K_RANDOM}, {"*bernoulli*", K_RANDOM},
+	{"*CatArrayBatched*", K_CAT},
+	{"*xmma*", K_LIBRARY}, {"*cutlass*", K_LIBRARY}, {"*cudnn*", K_LIBRARY},
+	{"*cublas*", K_LIBRARY}, {"*gemm*", K_LIBRARY}, {"*Gemm*", K_LIBRARY},
+	{"*onv*", K_LIBRARY} /* conv, Conv: ATen's depthwise convolution */,
+	{"*wgrad*", K_LIBRARY}, {"*dgrad*", K_LIBRARY}, {"*flash*", K_LIBRARY},
+	{"*fmha*", K_LIBRARY}, {"*attention*", K_LIBRARY}, {"*cask*", K_LIBRARY},
+	{"*elementwise_kernel*", K_POINTWISE},
+};
+
+static enum kclass classify(const char *name)
+{
+	if (!name)
+		return K_OTHER;
+	for (size_t i = 0; i < sizeof kclass_rows / sizeof kclass_rows[0]; i++)
+		if (!fnmatch(kclass_rows[i].glob, name, 0))
+			return kclass_rows[i].cls;
+	return K_OTHER;
+}
+
+struct cp_alloc {
+	uint64_t addr, bytes, t_alloc, t_free;
+	uint64_t last_fwd_use;       /* launch time of its last forward reader */
+	uint64_t last_bwd_use;       /* ... of its last backward reader */
+	uint32_t fwd;                /* forward range it was made in, or NONE */
+	uint32_t producer;           /* first kernel linking it after it was made */
+	uint32_t bwd_users;          /* linked kernels in its backward (saturating) */
+	uint8_t bwd_library;         /* one of them is a library kernel */
+	uint8_t recompute;
+};
+
+struct cp_kernel {
+	uint64_t launch;
+	uint64_t loff;               /* into cp.links */
+	uint32_t nlinks;
+	uint8_t cls;
+};
+
+struct cp_range { uint64_t start, end; };
+
+/* Append VAL to the array ARR of N elements and capacity CAP: 0 or -1. */
+#define PUSH(arr, n, cap, val) \
+	(VEC_RESERVE(arr, cap, (n) + 1, 256) < 0 ? -1 : ((arr)[(n)++] = (val), 0))
+
+struct cp {
+	struct cp_alloc *a;
+	size_t na, cap_a;
+	struct cp_kernel *k;
+	size_t nk, cap_k;
+	uint64_t *links;
+	size_t nlinks, cap_links;
+	struct cp_range *fwd, *bwd;
+	size_t nfwd, cap_fwd, nbwd, cap_bwd;
+	uint64_t *opaque;            /* launch times of kernels without links */
+	size_t nopaque, cap_opaque;
+	uint8_t *sid_cls;            /* per string id: 1 + class, 0 not yet */
+	size_t nsid, cap_sid;
+	uint32_t *bwd_of;            /* per forward: its backward, or NONE */
+};
+
+/* Index of the range of V (sorted, disjoint) containing T, or NONE. */
+static uint32_t range_at(const struct cp_range *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && t <= v[lo - 1].end ? (uint32_t)(lo - 1) : NONE;
+}
+
+static int sid_class(struct cp *c, const struct trace_reader *rd, uint32_t sid, uint8_t *cls)
+{
+	if (sid == TRACE_NO_STRING) {
+		*cls = K_OTHER;
+		return 0;
+	}
+	while (c->nsid <= sid)
+		if (PUSH(c->sid_cls, c->nsid, c->cap_sid, 0) < 0)
+			return -1;
+	if (!c->sid_cls[sid])
+		c->sid_cls[sid] = (uint8_t)(1 + classify(trace_reader_string(rd, sid)));
+	*cls = (uint8_t)(c->sid_cls[sid] - 1);
+	return 0;
+}
+
+/* Pass 1: ranges first (a kernel's phase needs them), then the rest. */
+static int read_ranges(struct cp *c, struct trace_reader *rd, char *err, size_t errlen)
+{
+	struct trace_rec rec;
+	int st;
+	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		if (rec.type != TREC_RANGE)
+			continue;
+		const char *nm = trace_reader_string(rd, rec.u.range.name);
+		struct cp_range r = {rec.start, rec.end};
+		if (nm && !strcmp(nm, "forward") && PUSH(c->fwd, c->nfwd, c->cap_fwd, r) < 0)
+			goto nomem;
+		if (nm && !strcmp(nm, "backward") && PUSH(c->bwd, c->nbwd, c->cap_bwd, r) < 0)
+			goto nomem;
+	}
+	if (st < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		return -1;
+	}
+	if (!c->nfwd || !c->nbwd) {
+		snprintf(err, errlen, "%s: no NVTX ranges named \"forward\" and \"backward\": "
+			 "capture a training step with them (capture/torch/recipe.sh does)",
+			 trace_reader_path(rd));
+		return -1;
+	}
+	c->bwd_of = malloc(c->nfwd * sizeof *c->bwd_of);
+	if (!c->bwd_of)
+		goto nomem;
+	/* a forward's backward: the first backward that starts after it ends */
+	for (size_t f = 0, b = 0; f < c->nfwd; f++) {
+		while (b < c->nbwd && c->bwd[b].start < c->fwd[f].end)
+			b++;
+		c->bwd_of[f] = b < c->nbwd ? (uint32_t)b : NONE;
+	}
+	return trace_reader_rewind(rd) < 0 ? (snprintf(err, errlen, "%s", trace_reader_error(rd)), -1)
+					   : 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* Note kernel KI's use of allocation A. */
+static void note_use(struct cp *c, struct cp_alloc *a, uint32_t ki)
+{
+	const struct cp_kernel *k = &c->k[ki];
+	if (a->fwd == NONE || k->launch < a->t_alloc)
+		return;
+	const struct cp_range *f = &c->fwd[a->fwd];
+	if (k->launch <= f->end) {
+		if (a->producer == NONE)
+			a->producer = ki;
+		a->last_fwd_use = k->launch;
+		return;
+	}
+	uint32_t b = c->bwd_of[a->fwd];
+	if (b == NONE || k->launch < c->bwd[b].start || k->launch > c->bwd[b].end)
+		return;
+	if (a->bwd_users < UINT32_MAX)
+		a->bwd_users++;
+	a->last_bwd_use = k->launch;
+	if (k->cls == K_LIBRARY)
+		a->bwd_library = 1;
+}
+
+static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t errlen)
+{
+	struct u64map live, corr;
+	struct trace_rec rec;
+	int st, ret = -1;
+	u64map_init(&live);
+	u64map_init(&corr);
+	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		switch (rec.type) {
+		case TREC_ALLOC: {
+			struct cp_alloc a = {.addr = rec.u.mem.addr, .bytes = rec.u.mem.bytes,
+					     .t_alloc = rec.start, .t_free = UINT64_MAX,
+					     .producer = NONE};
+			int dev = rec.u.mem.kind != TMEM_PAGEABLE && rec.u.mem.kind != TMEM_PINNED;
+			a.fwd = dev ? range_at(c->fwd, c->nfwd, rec.start) : NONE;
+			if ((rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, c->na) < 0) ||
+			    PUSH(c->a, c->na, c->cap_a, a) < 0)
+				goto nomem;
+			break;
+		}
+		case TREC_FREE: {
+			uint64_t id;
+			if (u64map_del(&live, rec.u.mem.addr, &id))
+				c->a[id].t_free = rec.start;
+			break;
+		}
+		case TREC_API:
+			if (rec.u.api.corr && rec.u.api.corr != U64MAP_EMPTY &&
+			    u64map_put(&corr, rec.u.api.corr, rec.start) < 0)
+				goto nomem;
+			break;
+		case TREC_KERNEL: {
+			const struct trace_kernel *tk = &rec.u.kernel;
+			struct cp_kernel k = {.launch = rec.start, .loff = c->nlinks,
+					      .nlinks = tk->nlinks};
+			uint64_t t;
+			if (tk->corr && tk->corr != U64MAP_EMPTY && u64map_del(&corr, tk->corr, &t) &&
+			    t <= rec.start)
+				k.launch = t;
+			if (c->nk >= NONE - 1) {
+				snprintf(err, errlen, "%s:%" PRIu64 ": too many kernels",
+					 trace_reader_path(rd), rec.line);
+				goto out;
+			}
+			if (sid_class(c, rd, tk->name, &k.cls) < 0 || PUSH(c->k, c->nk, c->cap_k, k) < 0)
+				goto nomem;
+			uint32_t ki = (uint32_t)(c->nk - 1);
+			if (!tk->nlinks && PUSH(c->opaque, c->nopaque, c->cap_opaque, k.launch) < 0)
+				goto nomem;
+			for (uint32_t i = 0; i < tk->nlinks; i++) {
+				uint64_t id = tk->links[i];
+				if (id >= c->na) {
+					snprintf(err, errlen, "%s:%" PRIu64 ": kernel links allocation %"
+						 PRIu64 ", but only %zu 'a' records came before",
+						 trace_reader_path(rd), rec.line, id, c->na);
+					goto out;
+				}
+				if (PUSH(c->links, c->nlinks, c->cap_links, id) < 0)
+					goto nomem;
+				note_use(c, &c->a[id], ki);
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	if (st < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	if (!c->nlinks) {
+		snprintf(err, errlen, "%s: no kernel-to-buffer links: capture without --no-links",
+			 trace_reader_path(rd));
+		goto out;
+	}
+	ret = 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+out:
+	u64map_free(&live);
+	u64map_free(&corr);
+	return ret;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* Is an opaque kernel launched in (T0, T1]? It may read what is live then. */
+static int opaque_between(const struct cp *c, uint64_t t0, uint64_t t1)
+{
+	size_t lo = 0, hi = c->nopaque;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->opaque[mid] <= t0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->nopaque && c->opaque[lo] <= t1;
+}
+
+/* Allocation ID exists when backward B starts: saved, a parameter, or
+ * recomputed itself (decided earlier: ids are in creation order). */
+static int available_in_backward(const struct cp *c, uint64_t id, uint32_t b)
+{
+	const struct cp_alloc *x = &c->a[id];
+	return x->recompute || (x->t_alloc < c->bwd[b].start && x->t_free > c->bwd[b].start);
+}
+
+static void decide(struct cp *c, struct compile_partition *p)
+{
+	if (c->nopaque)
+		qsort(c->opaque, c->nopaque, sizeof *c->opaque, cmp_u64);
+	memset(p, 0, sizeof *p);
+	for (size_t f = 0; f < c->nfwd; f++)
+		p->steps += c->bwd_of[f] != NONE;
+	for (uint64_t id = 0; id < c->na; id++) {
+		struct cp_alloc *a = &c->a[id];
+		if (a->fwd == NONE || c->bwd_of[a->fwd] == NONE)
+			continue;
+		uint32_t b = c->bwd_of[a->fwd];
+		if (a->t_free == UINT64_MAX || a->t_free <= c->bwd[b].start)
+			continue;        /* not saved for backward */
+		p->saved++;
+		p->saved_bytes += a->bytes;
+		if (a->producer == NONE || c->k[a->producer].cls != K_POINTWISE) {
+			p->keep_producer++;
+			continue;
+		}
+		const struct cp_kernel *k = &c->k[a->producer];
+		int inputs = 1;
+		for (uint32_t l = 0; l < k->nlinks && inputs; l++) {
+			uint64_t x = c->links[k->loff + l];
+			if (x != id && !available_in_backward(c, x, b))
+				inputs = 0;
+		}
+		if (!inputs) {
+			p->keep_inputs++;
+			continue;
+		}
+		/* read in backward only by generated kernels, and no opaque kernel
+		 * launched between its last read and its free (it might be a
+		 * convolution reading it without a link) */
+		if (!a->bwd_users || a->bwd_library ||
+		    opaque_between(c, a->last_bwd_use, a->t_free)) {
+			p->keep_backward++;
+			continue;
+		}
+		a->recompute = 1;
+		p->recomputed++;
+		p->recomputed_bytes += a->bytes;
+	}
+}
+
+/* ------------------------------------------------------------ pass 2 */
+
+struct cp_free { uint64_t t, id; };
+
+static int cmp_free(const void *x, const void *y)
+{
+	const struct cp_free *a = x, *b = y;
+	return a->t < b->t ? -1 : a->t > b->t ? 1 : (a->id > b->id) - (a->id < b->id);
+}
+
+struct cp_out {
+	struct trace_writer *w;
+	const struct trace_reader *rd;
+	uint32_t *sid;               /* reader sid -> writer sid + 1 (0: not yet) */
+	size_t nsid, cap_sid;
+};
+
+static int out_sid(struct cp_out *o, uint32_t sid, uint32_t *res)
+{
+	if (sid == TRACE_NO_STRING) {
+		*res = sid;
+		return 0;
+	}
+	while (o->nsid <= sid)
+		if (PUSH(o->sid, o->nsid, o->cap_sid, 0) < 0)
+			return -1;
+	if (!o->sid[sid]) {
+		const char *s = trace_reader_string(o->rd, sid);
+		uint32_t w = trace_writer_intern(o->w, s ? s : "");
+		if (w == TRACE_NO_STRING)
+			return -1;
+		o->sid[sid] = w + 1;
+	}
+	*res = o->sid[sid] - 1;
+	return 0;
+}
+
+/* The early free of allocation ID (its 'a' record's fields, as a free). */
+static int write_free(struct cp_out *o, const struct cp *c, const struct cp_free *e,
+		      const struct trace_mem *made)
+{
+	struct trace_rec r;
+	memset(&r, 0, sizeof r);
+	r.type = TREC_FREE;
+	r.start = r.end = e->t;
+	r.u.mem = made[e->id];
+	r.u.mem.id = 0;
+	r.u.mem.bytes = c->a[e->id].bytes;
+	return trace_writer_record(o->w, &r);
+}
+
+static int write_partitioned(const struct cp *c, struct trace_reader *rd, const char *out,
+			     const struct compile_partition *p, char *err, size_t errlen)
+{
+	struct cp_out o;
+	struct trace_rec rec;
+	struct cp_free *ev = NULL;
+	struct trace_mem *made = NULL;   /* per recomputed allocation: its 'a' fields */
+	struct trace_label *labels = NULL;
+	uint64_t links[TRACE_MAX_LINKS], aidx = 0, kidx = 0;
+	size_t nev = 0, next = 0;
+	char lbuf[64];
+	int st, ret = -1;
+	struct u64map live;
+
+	memset(&o, 0, sizeof o);
+	o.rd = rd;
+	u64map_init(&live);
+	ev = malloc((p->recomputed ? p->recomputed : 1) * sizeof *ev);
+	made = calloc(c->na ? c->na : 1, sizeof *made);
+	const struct trace_header *h0 = trace_reader_header(rd);
+	labels = calloc(h0->nlabels + 1, sizeof *labels);
+	if (!ev || !made || !labels)
+		goto nomem;
+	for (uint64_t id = 0; id < c->na; id++)
+		if (c->a[id].recompute)
+			ev[nev++] = (struct cp_free){c->a[id].last_fwd_use, id};
+	qsort(ev, nev, sizeof *ev, cmp_free);
+	struct trace_header h = *h0;
+	if (h0->nlabels)
+		memcpy(labels, h0->labels, h0->nlabels * sizeof *labels);
+	snprintf(lbuf, sizeof lbuf, "%" PRIu64, p->recomputed);
+	labels[h0->nlabels] = (struct trace_label){"compile_recomputed", lbuf};
+	h.labels = labels;
+	h.nlabels = h0->nlabels + 1;
+	o.w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
+	if (!o.w)
+		goto out;
+	if (trace_writer_header(o.w, &h) < 0) {
+		snprintf(err, errlen, "%s: writing the header failed", out);
+		goto out;
+	}
+	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		int keep = 1;
+		/* early frees due by now go first, in time order */
+		while (next < nev && ev[next].t < rec.start) {
+			if (write_free(&o, c, &ev[next], made) < 0)
+				goto werr;
+			next++;
+		}
+		switch (rec.type) {
+		case TREC_ALLOC:
+			if (c->a[aidx].recompute)
+				made[aidx] = rec.u.mem;
+			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, aidx) < 0)
+				goto nomem;
+			aidx++;
+			if (out_sid(&o, rec.u.mem.source, &rec.u.mem.source) < 0)
+				goto nomem;
+			break;
+		case TREC_FREE: {
+			uint64_t id;
+			if (u64map_del(&live, rec.u.mem.addr, &id) && c->a[id].recompute)
+				keep = 0;        /* freed early already */
+			else if (out_sid(&o, rec.u.mem.source, &rec.u.mem.source) < 0)
+				goto nomem;
+			break;
+		}
+		case TREC_KERNEL: {
+			/* backward readers of a recomputed tensor read its recomputation */
+			const struct cp_kernel *k = &c->k[kidx++];
+			uint32_t n = 0;
+			for (uint32_t l = 0; l < rec.u.kernel.nlinks; l++) {
+				const struct cp_alloc *a = &c->a[rec.u.kernel.links[l]];
+				if (!a->recompute || k->launch <= a->last_fwd_use)
+					links[n++] = rec.u.kernel.links[l];
+			}
+			rec.u.kernel.nlinks = n;
+			rec.u.kernel.links = n ? links : NULL;
+			if (out_sid(&o, rec.u.kernel.name, &rec.u.kernel.name) < 0)
+				goto nomem;
+			break;
+		}
+		case TREC_RANGE:
+			if (out_sid(&o, rec.u.range.name, &rec.u.range.name) < 0)
+				goto nomem;
+			break;
+		case TREC_API:
+			if (out_sid(&o, rec.u.api.name, &rec.u.api.name) < 0)
+				goto nomem;
+			break;
+		case TREC_SEGMENT:
+			keep = 0;        /* the eager run's allocator decisions */
+			break;
+		case TREC_CONTROL:
+			keep = rec.u.control.kind != TCTL_OOM;
+			break;
+		default:
+			break;
+		}
+		if (keep && trace_writer_record(o.w, &rec) < 0)
+			goto werr;
+	}
+	if (st < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	for (; next < nev; next++)
+		if (write_free(&o, c, &ev[next], made) < 0)
+			goto werr;
+	const struct trace_trailer *tr = trace_reader_trailer(rd);
+	struct trace_writer *w = o.w;
+	o.w = NULL;
+	if (trace_writer_close(w, tr->present, tr->dropped, err, errlen) < 0)
+		goto out;
+	ret = 0;
+	goto out;
+werr:
+	snprintf(err, errlen, "%s: writing failed (record from %s:%" PRIu64 ")", out,
+		 trace_reader_path(rd), rec.line);
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+out:
+	if (o.w)
+		trace_writer_abort(o.w);
+	u64map_free(&live);
+	free(o.sid);
+	free(ev);
+	free(made);
+	free(labels);
+	return ret;
+}
+
+static void cp_free_all(struct cp *c)
+{
+	free(c->a);
+	free(c->k);
+	free(c->links);
+	free(c->fwd);
+	free(c->bwd);
+	free(c->opaque);
+	free(c->sid_cls);
+	free(c->bwd_of);
+}
+
+int compile_partition(const char *in, const char *out, struct compile_partition *p,
+		      char *err, size_t errlen)
+{
+	struct cp c;
+	struct trace_reader *rd = trace_reader_open(in);
+	int ret = -1;
+
+	memset(&c, 0, sizeof c);
+	memset(p, 0, sizeof *p);
+	if (!rd) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (trace_reader_status(rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	if (read_ranges(&c, rd, err, errlen) < 0 || read_rest(&c, rd, err, errlen) < 0)
+		goto out;
+	if (!trace_reader_trailer(rd)->present) {
+		snprintf(err, errlen, "%s: the trace has no trailer (cut short): refused, the "
+			 "transform never works on a trace that lost records", in);
+		goto out;
+	}
+	decide(&c, p);
+	if (out) {
+		if (trace_reader_rewind(rd) < 0) {
+			snprintf(err, errlen, "%s", trace_reader_error(rd));
+			goto out;
+		}
+		if (write_partitioned(&c, rd, out, p, err, errlen) < 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	trace_reader_close(rd);
+	cp_free_all(&c);
+	return ret;
+}
+
+/* ------------------------------------------------------------ driver */
+
+/* A private temporary file named in BUF: 0, or -1 with ERR. */
+static int make_tmp(char *buf, size_t len, const char *what, char *err, size_t errlen)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(buf, len, "%s/gpumemsim-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
+	int fd = mkstemp(buf);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot create a temporary file", buf);
+		buf[0] = 0;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Replay PATH (its steady state when O->steady_from) for its peaks. */
+static int replay_peaks(const char *path, const struct compile_options *o,
+			struct compile_peaks *pk, char *err, size_t errlen)
+{
+	char tmp[4096] = "";
+	struct bf_trace *t = NULL;
+	struct sim_result res;
+	int ret = -1;
+
+	memset(&res, 0, sizeof res);
+	if (o->steady_from) {
+		if (bf_load(path, &t, err, errlen) < 0 ||
+		    make_tmp(tmp, sizeof tmp, "steady", err, errlen) < 0 ||
+		    bf_write_from_range(t, o->steady_from, tmp, err, errlen) < 0)
+			goto out;
+		path = tmp;
+	}
+	struct sim_options so = {.trace_path = path, .policy = o->policy, .conf = o->conf};
+	if (sim_run(&so, &res, err, errlen) < 0)
+		goto out;
+	pk->allocated = res.peak_allocated;
+	pk->reserved = res.peak_reserved;
+	pk->requested = res.peak_requested;
+	ret = 0;
+out:
+	sim_result_free(&res);
+	bf_free(t);
+	if (tmp[0])
+		remove(tmp);
+	return ret;
+}
+
+int compile_apply(const char *in, const char *out, const struct compile_options *o,
+		  struct compile_report *rep, char *err, size_t errlen)
+{
+	struct fusion_rules builtin;
+	const struct fusion_rules *rs = o->rules;
+	char part[4096] = "", fused[4096] = "";
+	int ret = -1;
+
+	memset(rep, 0, sizeof *rep);
+	memset(&builtin, 0, sizeof builtin);
+	if (!rs) {
+		if (fusion_rules_parse(compile_builtin_rules, "builtin", &builtin, err, errlen) < 0)
+			return -1;
+		rs = &builtin;
+	}
+	if (make_tmp(part, sizeof part, "partitioned", err, errlen) < 0 ||
+	    compile_partition(in, part, &rep->part, err, errlen) < 0)
+		goto out;
+	if (o->policy && (replay_peaks(in, o, &rep->before, err, errlen) < 0 ||
+			  replay_peaks(part, o, &rep->partitioned, err, errlen) < 0))
+		goto out;
+	/* the compiled trace: OUT (written atomically), else a temporary file */
+	if (!out && make_tmp(fused, sizeof fused, "compiled", err, errlen) < 0)
+		goto out;
+	struct fusion_options fo = {.bandwidth = o->bandwidth};
+	if (fusion_apply(part, out ? out : fused, rs, &fo, &rep->fusion, err, errlen) < 0)
+		goto out;
+	if (o->policy && replay_peaks(out ? out : fused, o, &rep->after, err, errlen) < 0) {
+		if (out)
+			remove(out);  /* no result without its report */
+		goto out;
+	}
+	ret = 0;
+out:
+	if (part[0])
+		remove(part);
+	if (fused[0])
+		remove(fused);
+	fusion_rules_free(&builtin);
+	return ret;
+}
+
+void compile_report_free(struct compile_report *rep)
+{
+	fusion_report_free(&rep->fusion);
+}

@@ -1,0 +1,91 @@
+/*
+ * compile.h: what torch.compile (Inductor, default mode) would do to the
+ * memory of a training step, predicted from an eager capture.
+ *
+ * Two mechanisms, in this order (docs/fusion.md, "whatif compile"):
+ *
+ * 1. AOTAutograd's partitioner. Eager autograd keeps every tensor a backward
+ *    formula names until backward runs. The compiled forward saves only what
+ *    backward cannot cheaply recompute: an activation produced by a
+ *    pointwise kernel, whose inputs backward has anyway, and which backward
+ *    reads only from kernels Inductor generates (not from a convolution or
+ *    GEMM, where it would have to be materialised again), is recomputed
+ *    inside its backward consumers instead of saved. In the compiled
+ *    program such an allocation is freed after its last forward use, and
+ *    its backward readers read the recomputation instead.
+ * 2. Fusion of pointwise chains in forward and backward (whatif/fusion.c with
+ *    rules that approximate Inductor's: the intermediates a chain passes
+ *    between its kernels are never allocated).
+ *
+ * The capture must be an eager run with one allocation per tensor
+ * (PYTORCH_NO_CUDA_MEMORY_CACHING=1, as capture/torch/recipe.sh takes it),
+ * kernel-to-buffer links, and NVTX ranges named "forward" and "backward"
+ * (and "step N" for the steady state).
+ */
+#ifndef WHATIF_COMPILE_H
+#define WHATIF_COMPILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fusion.h"
+
+/* What the partitioner model decided, over the whole trace. */
+struct compile_partition {
+	uint64_t steps;              /* forward/backward pairs found */
+	uint64_t saved, saved_bytes; /* allocations made in a forward and freed in
+				      * (or after) its backward: what eager saved */
+	uint64_t recomputed, recomputed_bytes;  /* of those, recomputed instead */
+	/* why the others stay saved (counts) */
+	uint64_t keep_producer;      /* made by a convolution, GEMM, normalisation,
+				      * reduction, random or opaque kernel */
+	uint64_t keep_inputs;        /* an input would not exist in backward */
+	uint64_t keep_backward;      /* read in backward by a library kernel, by no
+				      * linked kernel, or possibly by an opaque one */
+};
+
+struct alloc_policy;
+
+struct compile_options {
+	const struct fusion_rules *rules;  /* fusion stage; NULL: the builtin
+					    * Inductor-like rules */
+	double bandwidth;            /* bytes/s for fused durations; 0 = measured */
+	const struct alloc_policy *policy; /* replays for the peaks (pytorch) */
+	const char *conf;            /* its knobs; may be NULL */
+	const char *steady_from;     /* peaks count from the first NVTX range of
+				      * this name on (e.g. "step 1"): the steady
+				      * state, without the first step's autotuning;
+				      * NULL = the whole trace */
+};
+
+/* Peaks of one replay (the policy's, in the steady state). */
+struct compile_peaks { uint64_t allocated, reserved, requested; };
+
+struct compile_report {
+	struct compile_partition part;
+	struct fusion_report fusion; /* the fusion stage, on the partitioned trace */
+	struct compile_peaks before; /* the eager capture */
+	struct compile_peaks partitioned; /* after the partitioner alone */
+	struct compile_peaks after;  /* the compiled program: both stages */
+};
+
+/* The Inductor-like fusion rules `whatif compile` uses by default (the same
+ * as traces/fusion_rules/torch_inductor_like.rules). */
+extern const char compile_builtin_rules[];
+
+/* The partitioner stage alone: write IN with the recomputed allocations
+ * freed after their last forward use (and unlinked from their backward
+ * readers) to OUT, atomically. 0, or -1 with ERR naming the file and line,
+ * or saying what the trace lacks (no forward/backward ranges, no links). */
+int compile_partition(const char *in, const char *out, struct compile_partition *p,
+		      char *err, size_t errlen);
+
+/* Partition, then fuse; write the compiled program's trace to OUT
+ * (atomically; NULL: report only), and replay the eager, partitioned and
+ * compiled traces for their peaks. 0, or -1 with ERR. Free REP with
+ * compile_report_free(). */
+int compile_apply(const char *in, const char *out, const struct compile_options *o,
+		  struct compile_report *rep, char *err, size_t errlen);
+void compile_report_free(struct compile_report *rep);
+
+#endif /* WHATIF_COMPILE_H */
