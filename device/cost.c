@@ -107,6 +107,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 		{"hit_us", offsetof(struct cost_model, hit_ns)},
 		{"api_overhead_us", offsetof(struct cost_model, api_overhead_ns)},
 		{"cap_api_us", offsetof(struct cost_model, cap_api_ns)},
+		{"cap_cb_us", offsetof(struct cost_model, cap_cb_ns)},
 		{"cap_call_us", offsetof(struct cost_model, cap_call_ns)},
 		{"cap_mem_us", offsetof(struct cost_model, cap_mem_ns)},
 		{"cap_range_us", offsetof(struct cost_model, cap_range_ns)},
@@ -177,7 +178,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
 				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
 				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
-				 "timeline, table, dev_call_us, gpu_scale, cap_api_us, cap_call_us, cap_mem_us, cap_range_us, "
+				 "timeline, table, dev_call_us, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, "
 				 "min_gap_us, launch_latency_us, trace_hit_us)",
 				 kv.key);
 			r = -1;

@@ -83,6 +83,8 @@ struct cost_model {
 	 * capture_overhead field or the measured defaults of its mode. */
 	int timeline;                 /* 1: the corrections below apply */
 	double cap_api_ns;            /* per recorded API call: off the host gap before it */
+	double cap_cb_ns;             /* per CUPTI callback, recorded or not (counted by the
+				       * correlation ids between two API records): off the gap */
 	double cap_mem_ns;            /* per recorded cudaMalloc/cudaFree instead of cap_api_ns */
 	double dev_call_ns;           /* the framework's own host work around one device call
 				       * (PyTorch's no-caching path): in the trace's gap before

@@ -228,6 +228,8 @@ static int parse_overhead(struct cost_model *m, const char *v, char *err, size_t
 			return -1;
 		if (!strcmp(kv.key, "api_ns"))
 			m->cap_api_ns = x;
+		else if (!strcmp(kv.key, "cb_ns"))
+			m->cap_cb_ns = x;
 		else if (!strcmp(kv.key, "call_ns"))
 			m->cap_call_ns = x;
 		else if (!strcmp(kv.key, "mem_ns"))
@@ -235,7 +237,7 @@ static int parse_overhead(struct cost_model *m, const char *v, char *err, size_t
 		else if (!strcmp(kv.key, "range_ns"))
 			m->cap_range_ns = x;
 		else {
-			snprintf(err, errlen, "%s: unknown key '%s' (known: share, api_ns, call_ns, "
+			snprintf(err, errlen, "%s: unknown key '%s' (known: share, api_ns, cb_ns, call_ns, "
 				 "mem_ns, range_ns)", COST_CAPTURE_FIELD, kv.key);
 			return -1;
 		}
@@ -251,7 +253,7 @@ int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
 	m->launch_latency_ns = TL_LAUNCH_LATENCY_NS;
 	if (!m->n_hit)
 		m->hit_ns = TL_HIT_NS; /* PyTorch's caching allocator, per call */
-	m->cap_api_ns = m->cap_call_ns = m->cap_mem_ns = m->cap_range_ns = 0;
+	m->cap_api_ns = m->cap_cb_ns = m->cap_call_ns = m->cap_mem_ns = m->cap_range_ns = 0;
 	snprintf(m->cap_mode, sizeof m->cap_mode, "none");
 	const char *mode = label(h, "capture_api");
 	const char *prod = h ? h->producer : NULL;

@@ -28,6 +28,11 @@
 # and ResNet-50 (both batch sizes); MobileNet-V2 and DenseNet-121 are
 # held out. The summary lines give both sets.
 #
+# Also prints where each capture's step time goes (host gaps, launches,
+# syncs, memory API calls, GPU busy, records, CUPTI callbacks, the capture
+# cost the replay takes out and the one the real step implies) and each
+# real figure's standard error (its steps' own noise).
+#
 # Prints Markdown on stdout. Needs jq and awk. Deterministic.
 set -u
 G=${1:-build/gpumemsim}
@@ -64,6 +69,48 @@ gpu_ms() {
 			printf "%.4f\n", ns ? tot / ns / 1e6 : 0 }'
 }
 
+# noise MODEL BATCH CACHING: the uncaptured run's own noise, in % of its
+# mean step: "SD SE" (SD of steps W.., standard error of their mean)
+noise() {
+	local j=$H/$1-b$2-plain-$([ "$3" = 1 ] && echo caching || echo nocaching).json
+	[ -r "$j" ] || { echo "- -"; return; }
+	jq -r --argjson w "$W" '.step_s[$w:] | (add / length) as $m | (map((. - $m) * (. - $m)) | add / (length - 1) | sqrt) as $sd
+		| "\(100 * $sd / $m) \(100 * $sd / $m / (length | sqrt))"' "$j" | awk '{ printf "%.1f %.1f\n", $1, $2 }'
+}
+# breakdown TRACE: per step after the warm-up (ms unless said): wall, host
+# gaps between API records, time in launches (kernels, copies, memsets),
+# syncs, cudaMalloc/cudaFree, GPU busy, API records, CUPTI callbacks (the
+# correlation ids the step spans: every runtime and driver call CUPTI saw,
+# kept or not)
+breakdown() {
+	"$G" trace cat "$1" | awk -v w="$W" '
+		$1 == "r" && $4 == "\"step" && $5 ~ /^[0-9]+"$/ { n = $5; gsub(/[^0-9]/, "", n); if (n + 0 >= w) { s[++ns] = $2; e[ns] = $3 } next }
+		$1 == "p" { np++; ps[np] = $2; pe[np] = $3; pn[np] = $4; pc[np] = $NF; next }
+		$1 == "k" || $1 == "c" || $1 == "m" { ng++; gs[ng] = $2; ge[ng] = $3 }
+		END {
+			for (j = 1; j <= ns; j++) wall += e[j] - s[j]
+			for (i = 1; i <= np; i++) {
+				for (j = 1; j <= ns; j++) if (ps[i] >= s[j] && ps[i] <= e[j]) break
+				if (j > ns) { last = 0; continue }
+				rec++; d = pe[i] - ps[i]
+				if (pn[i] ~ /Launch|Memcpy|Memset/) tl += d
+				else if (pn[i] ~ /Synchron/) ts += d
+				else if (pn[i] == "\"cudaMalloc\"" || pn[i] == "\"cudaFree\"") tm += d
+				else to += d
+				if (last && ps[i] > hend) gap += ps[i] - hend
+				if (last && pc[i] > lc) cb += pc[i] - lc
+				if (!last || pe[i] > hend) hend = pe[i]
+				if (!last || pc[i] > lc) lc = pc[i]
+				if (!last) { hend = pe[i]; lc = pc[i] }
+				last = 1
+			}
+			for (i = 1; i <= ng; i++) for (j = 1; j <= ns; j++)
+				if (gs[i] >= s[j] && gs[i] <= e[j]) { gpu += ge[i] - gs[i]; break }
+			if (!ns) ns = 1
+			printf "%.2f %.2f %.2f %.2f %.2f %.2f %d %d\n", wall / ns / 1e6, gap / ns / 1e6, tl / ns / 1e6,
+				ts / ns / 1e6, tm / ns / 1e6, gpu / ns / 1e6, rec / ns, cb / ns }'
+}
+
 models="resnet18 resnet50 mobilenet_v2 densenet121"
 batches="32 128"
 heldout() { case $1 in mobilenet_v2|densenet121) echo 1 ;; *) echo 0 ;; esac; }
@@ -77,8 +124,10 @@ echo "Constants in use (\`run --json\` .timing of a callbacks-mode capture): \`$
 echo
 echo "## Same batch: both directions"
 echo
-echo "| model | batch | real caching | real no caching | nc->c | err | before | nc->nc | err | before | c->c | err | before | c->nc | err | before |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "\"SE\": the standard error of the real mean step (steps 3-7 of the uncaptured run), in %."
+echo
+echo "| model | batch | real caching | SE | real no caching | SE | nc->c | err | before | nc->nc | err | before | c->c | err | before | c->nc | err | before |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for m in $models; do
 	for b in $batches; do
 		nc=$H/$m-b$b-cap-nocaching.trace.gz
@@ -95,17 +144,56 @@ for m in $models; do
 		d=$(pred "$ca" cuda_malloc "" --requests "$nc")
 		d0=$(pred "$ca" cuda_malloc timeline=0)
 		ho=$(heldout "$m")
-		for x in "$a $rc $a0" "$bb $rn $b0" "$c $rc $c0" "$d $rn $d0"; do
+		read -r _ sec <<<"$(noise "$m" "$b" 1)"
+		read -r _ sen <<<"$(noise "$m" "$b" 0)"
+		for x in "$a $rc $a0 $sec" "$bb $rn $b0 $sen" "$c $rc $c0 $sec" "$d $rn $d0 $sen"; do
 			set -- $x
-			echo "same $ho $(err "$1" "$2") $(err "$3" "$2")" >>"$ERRS"
+			echo "same $ho $(err "$1" "$2") $(err "$3" "$2") $4" >>"$ERRS"
 		done
-		printf '| %s | %s | %.1f | %.1f | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% |\n' \
-			"$m" "$b" "$rc" "$rn" "$a" "$(err "$a" "$rc")" "$(err "$a0" "$rc")" \
+		printf '| %s | %s | %.1f | %s | %.1f | %s | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% |\n' \
+			"$m" "$b" "$rc" "$sec" "$rn" "$sen" "$a" "$(err "$a" "$rc")" "$(err "$a0" "$rc")" \
 			"$bb" "$(err "$bb" "$rn")" "$(err "$b0" "$rn")" "$c" "$(err "$c" "$rc")" "$(err "$c0" "$rc")" \
 			"$d" "$(err "$d" "$rn")" "$(err "$d0" "$rn")"
 	done
 done
 
+echo
+echo "## Where the time goes (captures, per step after the warm-up)"
+echo
+echo "From the trace (ms a step): the captured step, the host gaps between API"
+echo "records, the time in launches (kernels, copies, memsets), syncs and"
+echo "cudaMalloc/cudaFree, GPU busy, the API records kept and the CUPTI"
+echo "callbacks (correlation ids spanned: every runtime and driver call CUPTI"
+echo "saw, kept or not). From the replay under the capture's own policy"
+echo "(pytorch for caching, cuda_malloc for no caching): the prediction, and"
+echo "\"removed\", what taking the capture's cost out saves (the prediction with"
+echo "host_scale=1 minus it). \"needed\": the captured step minus the real one"
+echo "(meaningful where the real step is host-bound: caching b32), also per"
+echo "callback. \"launch p50\": the median cudaLaunchKernel call (us), a"
+echo "measure of how fast the captured host ran."
+echo
+echo "| model | batch | caching | captured | host gaps | launches | syncs | malloc/free | GPU busy | API records | callbacks | launch p50 | real | predicted | removed | needed | needed / callback (us) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for m in $models; do
+	for b in $batches; do
+		for k in 1 0; do
+			tr=$H/$m-b$b-cap-$([ $k = 1 ] && echo caching || echo nocaching).trace.gz
+			[ -r "$tr" ] || continue
+			pol=$([ $k = 1 ] && echo pytorch || echo cuda_malloc)
+			r=$(real "$m" "$b" 0 "$k")
+			p=$(pred "$tr" "$pol" "")
+			p1=$(pred "$tr" "$pol" "host_scale=1")
+			lp=$("$G" trace cat "$tr" | awk '$1 == "p" && $4 == "\"cudaLaunchKernel\"" { print $3 - $2 }' | sort -n |
+				awk '{ v[NR] = $1 } END { printf "%.1f", NR ? v[int((NR + 1) / 2)] / 1e3 : 0 }')
+			read -r wl gp tl ts tm gb nr cb <<<"$(breakdown "$tr")"
+			printf '| %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %s | %.1f | %.1f | %.1f | %.1f | %.2f |\n' \
+				"$m" "$b" "$([ $k = 1 ] && echo on || echo off)" "$wl" "$gp" "$tl" "$ts" "$tm" "$gb" "$nr" "$cb" "$lp" \
+				"$r" "$p" "$(awk -v a="$p1" -v b="$p" 'BEGIN { print a - b }')" \
+				"$(awk -v a="$wl" -v b="$r" 'BEGIN { print a - b }')" \
+				"$(awk -v a="$wl" -v b="$r" -v c="$cb" 'BEGIN { print c ? (a - b) * 1000 / c : 0 }')"
+		done
+	done
+done
 echo
 echo "## Another batch size: kernel time from the batch fit"
 echo
@@ -145,9 +233,11 @@ for m in $models; do
 			c=$(pred "$ca" pytorch "gpu_scale=$sc")
 			d=$(pred "$ca" cuda_malloc "gpu_scale=$sc" --requests "$nc")
 			ho=$(heldout "$m")
-			for x in "$a $rc" "$bb $rn" "$c $rc" "$d $rn"; do
+			read -r _ sec <<<"$(noise "$m" "$b2" 1)"
+			read -r _ sen <<<"$(noise "$m" "$b2" 0)"
+			for x in "$a $rc $sec" "$bb $rn $sen" "$c $rc $sec" "$d $rn $sen"; do
 				set -- $x
-				echo "batch $ho $(err "$1" "$2") -" >>"$ERRS"
+				echo "batch $ho $(err "$1" "$2") - $3" >>"$ERRS"
 			done
 			printf '| %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %s%% | %.1f | %s%% | %.1f | %s%% | %.1f | %s%% |\n' \
 				"$m" "$b" "$b2" "$(echo $xs | tr ' ' ',')" "$sc" "$rc" "$rn" \
@@ -159,13 +249,16 @@ done
 echo
 echo "## Summary (|error|)"
 echo
-echo "| set | predictions | median | max | under 10% | before: median | before: max |"
-echo "|---|---|---|---|---|---|---|"
+echo "\"within 2 SE\": errors no larger than twice the standard error of the real"
+echo "mean step (the uncaptured run's own step-to-step noise)."
+echo
+echo "| set | predictions | median | max | under 10% | within 2 SE | before: median | before: max |"
+echo "|---|---|---|---|---|---|---|---|"
 summ() {
 	awk -v sel="$1" -v ho="$2" -v name="$3" '
 		function abs(v) { return v < 0 ? -v : v }
 		($1 == sel || sel == "all") && (ho == "any" || $2 == ho) {
-			n++; e[n] = abs($3); f[n] = abs($4); if (abs($3) < 10) u++ }
+			n++; e[n] = abs($3); f[n] = abs($4); if (abs($3) < 10) u++; if ($5 != "-" && abs($3) <= 2 * $5) q++ }
 		function med(a, n,   i, j, t) {
 			for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
@@ -173,7 +266,7 @@ summ() {
 			if (!n) exit
 			me = med(e, n); mx = e[n]; mf = med(f, n); xf = f[n]
 			if (sel != "same") { mf = "-"; xf = "-" } else { mf = sprintf("%.1f%%", mf); xf = sprintf("%.1f%%", xf) }
-			printf "| %s | %d | %.1f%% | %.1f%% | %d of %d | %s | %s |\n", name, n, me, mx, u + 0, n, mf, xf }' "$ERRS"
+			printf "| %s | %d | %.1f%% | %.1f%% | %d of %d | %d of %d | %s | %s |\n", name, n, me, mx, u + 0, n, q + 0, n, mf, xf }' "$ERRS"
 }
 summ same 0 "same batch, fit set (ResNet-18, ResNet-50)"
 summ same 1 "same batch, held out (MobileNet-V2, DenseNet-121)"

@@ -165,6 +165,8 @@ struct engine {
 	uint64_t tl_api, tl_mem, tl_range, tl_call, tl_min_gap, tl_latency, tl_hit;
 	uint64_t tl_host_end;         /* recorded end of the latest host call or range start */
 	uint64_t tl_pending;          /* credit owed to the next host gap */
+	uint64_t tl_cb;               /* capture cost per CUPTI callback (timing.c) */
+	uint64_t tl_last_corr;        /* correlation id of the latest API record */
 	double tl_gpu;                /* cost->gpu_scale (timed replays), else 1 */
 	/* steps */
 	int x_steps;                  /* the trace has 'x step' records */

@@ -13,7 +13,10 @@
  *    call (CUPTI's callbacks, the record's bookkeeping), in the host gap
  *    before it (a cudaMalloc/cudaFree: cap_mem_ns instead, its callback
  *    and the allocation's source lookup); an NVTX range cap_range_ns (the injection library);
- *    each comes off the gap before the record, never below min_gap_ns;
+ *    and cap_cb_ns per CUPTI callback since the previous API record,
+ *    counted by correlation ids (the calls the trace does not keep get
+ *    callbacks too); each comes off the gap before the record, never
+ *    below min_gap_ns;
  *  - inside each kept call (a launch, a memset, a sync's own part) the
  *    capture cost cap_call_ns, never below min_gap_ns of call;
  *  - a kernel starts launch_latency_ns after its launch returns at the
@@ -37,6 +40,8 @@ void timing_init(struct engine *e)
 	if (!e->tlm)
 		return;
 	e->tl_api = ns_of(m->cap_api_ns);
+	e->tl_cb = ns_of(m->cap_cb_ns);
+	e->tl_last_corr = 0;
 	e->tl_mem = ns_of(m->cap_mem_ns + m->dev_call_ns);
 	e->tl_range = ns_of(m->cap_range_ns);
 	e->tl_call = ns_of(m->cap_call_ns + m->api_overhead_ns);
@@ -57,6 +62,14 @@ void timing_credit(struct engine *e, const struct eng_rec *er)
 	case TREC_API:
 		want = er->api_kind == COST_API_MALLOC || er->api_kind == COST_API_FREE
 			? e->tl_mem : e->tl_api;
+		if (r->u.api.corr) {
+			/* every CUPTI callback since the previous API record,
+			 * this one's and those the trace does not keep */
+			if (e->tl_last_corr && r->u.api.corr > e->tl_last_corr)
+				want += e->tl_cb * (r->u.api.corr - e->tl_last_corr);
+			if (r->u.api.corr > e->tl_last_corr)
+				e->tl_last_corr = r->u.api.corr;
+		}
 		break;
 	case TREC_RANGE:
 		want = e->tl_range;

@@ -203,7 +203,7 @@ Test(timing, own_calls_beat_the_table)
 /* Launches 20 us apart on the host, kernels of 5 us: host-bound. The
  * capture's share comes off the gaps and the calls, a per-record cost off
  * the gap before each call (never below min_gap). */
-static void host_bound(char *path, size_t len, const char *label)
+static void host_bound_corr(char *path, size_t len, const char *label, unsigned cstep)
 {
 	struct th_sbuf b = {0};
 	h200_header(&b, label);
@@ -220,7 +220,7 @@ static void host_bound(char *path, size_t len, const char *label)
 			snprintf(lines[nl++], sizeof lines[0], "p %lu %lu 0 %u", p, p + 4000, corr);
 			snprintf(lines[nl++], sizeof lines[0], "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u",
 				 p + 4500, p + 9500, corr);
-			corr++;
+			corr += cstep;
 			t = p + 4000;
 		}
 		t += 10000;
@@ -233,6 +233,12 @@ static void host_bound(char *path, size_t len, const char *label)
 	th_sb_end(&b);
 	th_tmpfile(path, len, "tlhost", b.s);
 	free(b.s);
+}
+
+/* The same, one CUPTI correlation id a launch (no unrecorded calls). */
+static void host_bound(char *path, size_t len, const char *label)
+{
+	host_bound_corr(path, len, label, 1);
 }
 
 Test(timing, capture_cost_comes_off_the_host)
@@ -261,6 +267,41 @@ Test(timing, capture_cost_comes_off_the_host)
 	fit(path, "host_scale=1,cap_call_us=2,launch_latency_us=0", &m);
 	s = step_ns(path, &policy_cuda_malloc, &m);
 	cr_assert_eq(s, 10 * 18000 + 10000, "%lu", s);
+	unlink(path);
+}
+
+/* Per CUPTI callback (cap_cb_us): the correlation ids between two API
+ * records count the callbacks the capture took, also for the calls the
+ * trace does not keep; each costs cap_cb_us off the gap before the
+ * record, never below min_gap. */
+Test(timing, capture_cost_per_callback)
+{
+	char path[64];
+	struct cost_model m;
+	/* 5 ids a launch: 4 calls not kept, then the launch */
+	host_bound_corr(path, sizeof path, NULL, 5);
+	fit(path, "host_scale=1,launch_latency_us=0", &m);
+	cr_assert_float_eq(m.cap_cb_ns, 0, 1e-9); /* not in use by default */
+	cr_assert_eq(step_ns(path, &policy_cuda_malloc, &m), 210000);
+	fit(path, "host_scale=1,launch_latency_us=0,cap_cb_us=2", &m);
+	uint64_t s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * (16000 - 5 * 2000 + 4000) + 10000, "%lu", s);
+	fit(path, "host_scale=1,launch_latency_us=0,cap_cb_us=10,min_gap_us=3", &m);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * (3000 + 4000) + 10000, "%lu", s);
+	unlink(path);
+	/* the same from the trace's capture_overhead field */
+	host_bound_corr(path, sizeof path, "capture_overhead=share=0,cb_ns=2000", 5);
+	fit(path, "launch_latency_us=0", &m);
+	cr_assert_float_eq(m.cap_cb_ns, 2000, 1e-9);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * (16000 - 5 * 2000 + 4000) + 10000, "%lu", s);
+	unlink(path);
+	/* one id a launch: one callback a gap */
+	host_bound(path, sizeof path, NULL);
+	fit(path, "host_scale=1,launch_latency_us=0,cap_cb_us=2", &m);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * (16000 - 2000 + 4000) + 10000, "%lu", s);
 	unlink(path);
 }
 
