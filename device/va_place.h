@@ -25,8 +25,10 @@
  * pause of 90+ ms in every recorded run), and are then used as the newest
  * chunk (va_context_release). Reserved ranges (cuMemAddressReserve) share the chunks
  * but new ones come from a separate area growing upward (va_reserve).
- * Deterministic; O(log n) per call (treaps of free ranges with the largest
- * range of each subtree, a max-tree over chunks in creation order).
+ * Deterministic; O(log n) per call (a treap of released ranges with the
+ * largest range of each subtree, a max-tree over chunks in creation order,
+ * inside a chunk a short sorted array or, past 128 ranges, a treap; see
+ * va_place.c).
  */
 #ifndef SIM_VA_PLACE_H
 #define SIM_VA_PLACE_H
@@ -39,6 +41,7 @@
 #define VA_CHUNK (32ull << 20) /* chunk granule */
 
 struct va_node;
+struct va_rng;
 struct va_chunk;
 
 struct va_space {
@@ -51,9 +54,15 @@ struct va_space {
 	uint32_t freelist; /* recycled nodes, linked through .l */
 	struct va_chunk *ch; /* chunks in creation order (dead ones until compacted) */
 	size_t nch, capch, ndead;
+	struct va_rng **spare; /* free-range arrays of released chunks, for reuse */
+	size_t nspare, capspare;
 	uint64_t *mx;      /* max-tree over chunk ids: largest free range */
 	size_t mxn;        /* leaves (a power of two) */
-	struct u64map at;  /* allocation address -> chunk id */
+	uint32_t *pt;      /* allocations on a 2 MiB page below pt_top: chunk id + 1
+			    * of the one at page pt_top - 2 MiB * (i + 1); 0: none */
+	size_t pt_n;
+	uint64_t pt_top;   /* the top, rounded up to 2 MiB */
+	struct u64map at;  /* other allocation addresses -> chunk id */
 	int oom;           /* host memory ran out: placement is no longer the model's */
 	uint64_t ctx;      /* the context's span [ctx, ctx + 512 MiB); 0: none */
 };
