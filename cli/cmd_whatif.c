@@ -192,10 +192,28 @@ static void print_interval_json(struct json *j, const struct interval_out *io)
 		json_kv_string(j, "policy", io->policy);
 		json_kv_u64(j, "peak_reserved", rr->reserved);
 		json_kv_u64(j, "peak_reserved_lo", rr->reserved_lo);
-		json_kv_u64(j, "peak_reserved_hi", rr->reserved_hi);
+		json_key(j, "peak_reserved_hi");
+		if (rr->reserved_bounded)
+			json_u64(j, rr->reserved_hi);
+		else
+			json_null(j);
 		json_kv_u64(j, "peak_allocated", rr->allocated);
 		json_kv_u64(j, "peak_allocated_lo", rr->allocated_lo);
-		json_kv_u64(j, "peak_allocated_hi", rr->allocated_hi);
+		json_key(j, "peak_allocated_hi");
+		if (rr->allocated_bounded)
+			json_u64(j, rr->allocated_hi);
+		else
+			json_null(j);
+		json_kv_string(j, "bound_rule", rr->rule ? rr->rule : "");
+		json_kv_u64(j, "reserved_certain", rr->certain_reserved);
+		json_kv_u64(j, "reserved_uncertain_segments", rr->uncertain_segments);
+		json_kv_u64(j, "not_transient", rr->not_transient);
+		if (rr->not_transient)
+			json_kv_u64(j, "not_transient_site", rr->not_transient_site);
+		json_kv_u64(j, "replay_reserved_lo", rr->replay_reserved_lo);
+		json_kv_u64(j, "replay_reserved_hi", rr->replay_reserved_hi);
+		json_kv_u64(j, "replay_allocated_lo", rr->replay_allocated_lo);
+		json_kv_u64(j, "replay_allocated_hi", rr->replay_allocated_hi);
 		json_kv_u64(j, "replays", (uint64_t)rr->replays);
 		json_kv_bool(j, "oom", rr->oom);
 	}
@@ -231,12 +249,18 @@ static void print_interval_text(const struct interval_out *io, FILE *f)
 		const struct bf_replay_range *rr = io->rr;
 		fprintf(f, "whatif: peak reserved under %s %s (allocated %s)", io->policy,
 			size_fmt(rr->reserved, b1, sizeof b1), size_fmt(rr->allocated, b2, sizeof b2));
-		if (iv->sites)
-			fprintf(f, ", can fall in %s-%s (allocated %s-%s)",
-				size_fmt(rr->reserved_lo, b1, sizeof b1),
-				size_fmt(rr->reserved_hi, b2, sizeof b2),
-				size_fmt(rr->allocated_lo, b3, sizeof b3),
-				size_fmt(rr->allocated_hi, b4, sizeof b4));
+		if (iv->sites) {
+			fprintf(f, ", bounded by %s-", size_fmt(rr->reserved_lo, b1, sizeof b1));
+			if (rr->reserved_bounded)
+				fprintf(f, "%s", size_fmt(rr->reserved_hi, b1, sizeof b1));
+			else
+				fprintf(f, "(none)");
+			fprintf(f, " (allocated %s-", size_fmt(rr->allocated_lo, b3, sizeof b3));
+			if (rr->allocated_bounded)
+				fprintf(f, "%s)", size_fmt(rr->allocated_hi, b4, sizeof b4));
+			else
+				fprintf(f, "(none))");
+		}
 		if (rr->oom)
 			fprintf(f, " [out of memory in a replay]");
 	} else {
@@ -259,6 +283,19 @@ static void print_interval_text(const struct interval_out *io, FILE *f)
 		if (shown < iv->sites)
 			fprintf(f, ", %zu other", iv->sites - shown);
 		fprintf(f, ")\n");
+		if (io->policy) {
+			const struct bf_replay_range *rr = io->rr;
+			fprintf(f, "whatif:   bound: %s", rr->rule ? rr->rule : "");
+			if (rr->not_transient)
+				fprintf(f, " (%zu, the first site %zu)", rr->not_transient,
+					rr->not_transient_site);
+			if (rr->reserved_bounded && rr->uncertain_segments)
+				fprintf(f, " (%s + %s)", size_fmt(rr->certain_reserved, b1, sizeof b1),
+					size_fmt(rr->uncertain_segments, b2, sizeof b2));
+			fprintf(f, "; replays at the sites' bounds %s-%s (no bound)\n",
+				size_fmt(rr->replay_reserved_lo, b3, sizeof b3),
+				size_fmt(rr->replay_reserved_hi, b4, sizeof b4));
+		}
 		/* the widest three, to look at with --sites */
 		size_t top[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
 		for (size_t i = 0; i < io->nsites; i++) {

@@ -15,12 +15,17 @@
 # reserved_bytes.all.peak). Both the whole run and the steady state (from
 # the NVTX range "step 1" on, i.e. without cuDNN's autotuning step) are
 # compared for the replays; the truth has only whole-run peaks.
-# Each prediction also gets its interval: `whatif batch --policy pytorch
-# --json` replays the prediction and, where sites cannot be predicted, the
-# trace with every such site at its low and at its high bound, and gives the
-# lowest and highest peaks of the three (peak_reserved_lo/_hi,
-# peak_allocated_lo/_hi); a prediction outside 3% of its reference is
-# counted "in interval" when the reference lies between them.
+# Each prediction also gets its bounds: `whatif batch --policy pytorch
+# --json` gives peak_reserved_lo/_hi and peak_allocated_lo/_hi, bounds of
+# the peak over every size of the unpredictable sites within their ranges
+# (docs/whatif.md "Bounds of reserved memory": lo = live bytes at the low
+# bounds; hi = the replay without the unpredictable requests plus one
+# segment each at its high bound, where every such request is transient,
+# else null: no bound), and the replays at the sites' bounds
+# (replay_reserved_lo/_hi, no bound). A prediction outside 3% of its
+# reference is counted "in interval" when the reference lies within the
+# bounds; "no bound" when it has no upper bound. Widths: (hi - lo) / the
+# prediction.
 # Extrapolations are marked and summarised apart.
 # Part 2 (seed table): `explain batch` over the CNN sweeps under `pytorch`
 # and `cuda_malloc`.
@@ -57,7 +62,7 @@ steady() {
 	rm -f "$s"
 }
 
-printf 'set\tmodel\tfit\tpredict\tkind\tunaligned\tsites\tpred_alloc\tpred_res\tcap_alloc\tcap_res\ttruth_alloc\ttruth_res\tpred_alloc_s\tpred_res_s\tcap_alloc_s\tcap_res_s\tbounded\tlo_alloc\tlo_res\thi_alloc\thi_res\n' > "$TSV"
+printf 'set\tmodel\tfit\tpredict\tkind\tunaligned\tsites\tpred_alloc\tpred_res\tcap_alloc\tcap_res\ttruth_alloc\ttruth_res\tpred_alloc_s\tpred_res_s\tcap_alloc_s\tcap_res_s\tbounded\tlo_alloc\tlo_res\thi_alloc\thi_res\treplay_lo_res\treplay_hi_res\n' > "$TSV"
 
 one() { # ROWFILE SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 	local row=$1
@@ -84,12 +89,13 @@ one() { # ROWFILE SET MODEL FITLIST PREDICT CAPTURE_PATTERN TRUTH_JSON_OR_-
 	read -r pas prs < <(steady "$pred")
 	read -r cas crs < <(steady "${pat//@/$b}")
 	# the interval: the replays at the unpredictable sites' bounds
-	local nb la lr ha hr
-	read -r nb la lr ha hr < <(jq -r '[.interval_sites, .peak_allocated_lo, .peak_reserved_lo,
-		.peak_allocated_hi, .peak_reserved_hi] | @tsv' <<<"$rep")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+	local nb la lr ha hr rlr rhr
+	read -r nb la lr ha hr rlr rhr < <(jq -r '[.interval_sites, .peak_allocated_lo, .peak_reserved_lo,
+		(.peak_allocated_hi // "none"), (.peak_reserved_hi // "none"), .replay_reserved_lo,
+		.replay_reserved_hi] | @tsv' <<<"$rep")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 		"$set" "$model" "$fit" "$b" "$kind" "$un" "$sites" "$pa" "$pr" "$ca" "$cr" "$ta" "$tr" \
-		"$pas" "$prs" "$cas" "$crs" "$nb" "$la" "$lr" "$ha" "$hr" > "$row"
+		"$pas" "$prs" "$cas" "$crs" "$nb" "$la" "$lr" "$ha" "$hr" "$rlr" "$rhr" > "$row"
 }
 
 # the rows run in parallel (JOBS at a time), each into its own file, and are
@@ -145,10 +151,17 @@ function verdict(name, p, lo, hi, r,   e) {
 	e = 100 * (p - r) / r; if (e < 0) e = -e
 	vk[name]++
 	if (e <= 3) { v3[name]++; return "ok" }
+	if (nb > 0 && hi == "none") { vn[name]++; return (r >= lo ? "no bound" : "MISS (below)") }
 	if (nb > 0 && r >= lo && r <= hi) { vi[name]++; return "in interval" }
 	vm[name]++; return "MISS"
 }
-function ivl(lo, hi) { return nb > 0 ? mib(lo) "-" mib(hi) : "-" }
+function ivl(lo, hi) { return nb > 0 ? mib(lo) "-" (hi == "none" ? "none" : mib(hi)) : "-" }
+# the width of the bounds relative to the prediction, per NAME
+function width(name, p, lo, hi) {
+	if (nb == 0 || hi == "none" || p == 0) return "-"
+	wn[name]++; wv[name, wn[name]] = 100 * (hi - lo) / p
+	return sprintf("%.0f%%", 100 * (hi - lo) / p)
+}
 BEGIN {
 	# the summary rows, in this order (those with no figures are left out)
 	split("torch vs real recorded|torch vs real recorded, interpolation|torch vs real recorded, extrapolation|" \
@@ -166,20 +179,21 @@ NR == 1 { next }
 	ext = $5 == "extrapolation" ? " (extrap.)" : ""
 	part = $5 == "extrapolation" ? "extrapolation" : "interpolation"
 	nb = $18
-	loa = mn($8, $19, $21); hia = mx($8, $19, $21); lor = mn($9, $20, $22); hir = mx($9, $20, $22)
+	loa = mn($8, $19, $19); hia = $21 == "none" ? "none" : mx($8, $21, $21)
+	lor = mn($9, $20, $20); hir = $22 == "none" ? "none" : mx($9, $22, $22)
 	if (!hdr[$1]++) {
 		if ($1 == "torch")
-			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | vs real recorded (alloc / reserved) | steady: vs captured (alloc / reserved) | bounded sites | interval reserved MiB | vs real: within 3% or in interval (alloc / reserved) |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | vs real recorded (alloc / reserved) | steady: vs captured (alloc / reserved) | bounded sites | bounds reserved MiB | reserved width | vs real: within 3% or in bounds (alloc / reserved) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 		else
-			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | steady: vs captured (alloc / reserved) | bounded sites | interval alloc MiB | interval reserved MiB | within 3% or in interval (alloc / reserved) |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+			print "\n| model | fit on | predict | unaligned sites | pred alloc MiB | pred reserved MiB | vs captured replay (alloc / reserved) | steady: vs captured (alloc / reserved) | bounded sites | bounds alloc MiB | bounds reserved MiB | reserved width | replays at the site bounds MiB | within 3% or in bounds (alloc / reserved) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	}
 	row = "| " $2 " | " $3 " | " $4 ext " | " $6 "/" $7 " | " mib($8) " | " mib($9) " | " pct($8, $10) " / " pct($9, $11)
 	if ($1 == "torch") row = row " | " pct($8, $12) " / " pct($9, $13)
 	row = row " | " pct($14, $16) " / " pct($15, $17) " | " nb
 	if ($1 == "torch")
-		row = row " | " ivl(lor, hir) " | " verdict("torch alloc", $8, loa, hia, $12) " / " verdict("torch reserved", $9, lor, hir, $13) " |"
+		row = row " | " ivl(lor, hir) " | " width("torch reserved", $9, lor, hir) " | " verdict("torch alloc", $8, loa, hia, $12) " / " verdict("torch reserved", $9, lor, hir, $13) " |"
 	else
-		row = row " | " ivl(loa, hia) " | " ivl(lor, hir) " | " verdict("cnn alloc", $8, loa, hia, $10) " / " verdict("cnn reserved", $9, lor, hir, $11) " |"
+		row = row " | " ivl(loa, hia) " | " ivl(lor, hir) " | " width("cnn reserved", $9, lor, hir) " | " (nb > 0 ? mib($23) "-" mib($24) : "-") " | " verdict("cnn alloc", $8, loa, hia, $10) " / " verdict("cnn reserved", $9, lor, hir, $11) " |"
 	print row
 	add($1 " whole-run vs captured replay", $8, $10); add($1 " whole-run vs captured replay", $9, $11)
 	add($1 " whole-run vs captured replay, " part, $8, $10); add($1 " whole-run vs captured replay, " part, $9, $11)
@@ -211,11 +225,21 @@ END {
 		p90 = a[int(0.9 * (m - 1)) + 1]
 		printf "| %s | %d | %.2f%% | %.2f%% | %.2f%% |\n", k, m, med, p90, a[m]
 	}
-	print "\n| predictions | figures | within 3% | outside 3%, inside the interval | outside both |\n|---|---|---|---|---|"
+	print "\n| predictions | figures | within 3% | outside 3%, inside the bounds | outside 3%, no upper bound | outside the bounds |\n|---|---|---|---|---|---|"
 	split("cnn alloc|cnn reserved|torch alloc|torch reserved", vs, "|")
 	for (q = 1; q <= 4; q++) {
 		k = vs[q]
-		printf "| %s%s | %d | %d | %d | %d |\n", k, k ~ /^torch/ ? " (vs real recorded)" : " (vs captured replay)", vk[k], v3[k], vi[k], vm[k]
+		printf "| %s%s | %d | %d | %d | %d | %d |\n", k, k ~ /^torch/ ? " (vs real recorded)" : " (vs captured replay)", vk[k], v3[k], vi[k], vn[k], vm[k]
+	}
+	print "\n| bounds of reserved, width (hi - lo) / prediction | with an upper bound | median | max |\n|---|---|---|---|"
+	split("cnn reserved|torch reserved", ws, "|")
+	for (q = 1; q <= 2; q++) {
+		k = ws[q]; m = wn[k]
+		if (!m) { printf "| %s | 0 | - | - |\n", k; continue }
+		for (i = 1; i <= m; i++) a[i] = wv[k, i]
+		for (i = 2; i <= m; i++) { x = a[i]; j = i - 1; while (j > 0 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+		med = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+		printf "| %s | %d | %.0f%% | %.0f%% |\n", k, m, med, a[m]
 	}
 }' "$TSV" > "$OUT/accuracy.md"
 cat "$OUT/accuracy.md"

@@ -292,3 +292,170 @@ Test(whatif_interval, search_beyond_captures_is_a_range)
 	cr_assert_eq(iv.peak_hi, (4 + 64 + 264) * MiB);
 	free_set(3, p, t, m);
 }
+
+/*
+ * A warm-up step of N algorithm searches (ranges conv1.fwd, conv2.fwd, ...),
+ * each a transient workspace of WS[k] bytes (allocated and freed in its
+ * range, nothing allocated in between); weights of 4 MiB live throughout;
+ * then "step 1". With INNER, a 4 MiB activation is allocated inside the
+ * first search (so that request is not transient).
+ */
+static void write_searches(const char *path, uint64_t batch, const uint64_t *ws, size_t n,
+			   int inner)
+{
+	char err[256];
+	struct trace_writer *w = th_batch_writer(path, batch, "toy");
+	struct trace_rec r;
+	th_mem(w, TREC_ALLOC, 1000, 0x100000000, 4 * MiB);
+	uint64_t t = 2000;
+	for (size_t k = 0; k < n; k++) {
+		char name[32];
+		snprintf(name, sizeof name, "conv%zu.fwd", k + 1);
+		memset(&r, 0, sizeof r);
+		r.type = TREC_RANGE;
+		r.start = t;
+		r.end = t + 900;
+		r.u.range.name = trace_writer_intern(w, name);
+		cr_assert_eq(trace_writer_record(w, &r), 0);
+		th_mem(w, TREC_ALLOC, t + 100, 0x200000000 + k * 0x100000000ull, ws[k]);
+		if (inner && k == 0)
+			th_mem(w, TREC_ALLOC, t + 200, 0x900000000, 4 * MiB);
+		th_mem(w, TREC_FREE, t + 500, 0x200000000 + k * 0x100000000ull, ws[k]);
+		t += 1000;
+	}
+	memset(&r, 0, sizeof r);
+	r.type = TREC_RANGE;
+	r.start = t;
+	r.end = t + 500;
+	r.u.range.name = trace_writer_intern(w, "step 1");
+	cr_assert_eq(trace_writer_record(w, &r), 0);
+	if (inner)
+		th_mem(w, TREC_FREE, t + 600, 0x900000000, 4 * MiB);
+	th_mem(w, TREC_FREE, t + 700, 0x100000000, 4 * MiB);
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+/* `whatif batch --json --policy P` on the captures A (batch 8) and B
+ * (batch 32) at 16; the JSON into OUT. */
+static void whatif_json(const char *a, const char *b, const char *policy, char *out, size_t len)
+{
+	char o[128], cmd[2048];
+	th_tmpname(o, sizeof o, "whatif_interval_pred");
+	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s %s --batch 16 -o %s --policy %s "
+		 "--json 2>/dev/null", th_bin(), a, b, o, policy);
+	cr_assert_eq(th_capture(cmd, out, len), 0, "%s", out);
+	unlink(o);
+}
+
+static uint64_t run_reserved(const char *trace, const char *policy)
+{
+	char cmd[2048], jo[8192];
+	snprintf(cmd, sizeof cmd, "%s run %s --policy %s --no-db --json --quiet", th_bin(), trace,
+		 policy);
+	cr_assert_eq(th_capture(cmd, jo, sizeof jo), 0, "%s", jo);
+	return json_u64(jo, "peak_reserved");
+}
+
+/*
+ * Three searches whose workspaces all fell between the captures (400, 300,
+ * 200 MiB at 8; 100 MiB each at 32): at 16 each is a range (an algorithm
+ * switch) from its prediction up to 800, 600, 400 MiB. Under pytorch's
+ * caching allocator the peak reserved depends on their order, not only on
+ * their sizes: the point and both replays at the sites' bounds (all low,
+ * all high) fall, so one segment serves all three (at most 20 + 800 MiB);
+ * captured at 16 with 310, 350, 390 MiB (rising, each within its range)
+ * every search is larger than every cached block and makes a segment of
+ * its own: 1070 MiB, above the point and every replay. The bounds contain
+ * it, and the falling 390, 350, 310; the upper one is the replay without
+ * the searches (the weights' 20 MiB segment) plus one segment each at its
+ * high bound (800 + 600 + 400 MiB).
+ */
+Test(whatif_interval, reserved_bounds_contain_an_order_the_replays_miss)
+{
+	const uint64_t w8[3] = {400 * MiB, 300 * MiB, 200 * MiB};
+	const uint64_t w32[3] = {100 * MiB, 100 * MiB, 100 * MiB};
+	char p[2][128];
+	th_tmpname(p[0], sizeof p[0], "whatif_interval_s8");
+	th_tmpname(p[1], sizeof p[1], "whatif_interval_s32");
+	write_searches(p[0], 8, w8, 3, 0);
+	write_searches(p[1], 32, w32, 3, 0);
+	char out[65536];
+	whatif_json(p[0], p[1], "pytorch", out, sizeof out);
+	cr_assert_eq(json_u64(out, "interval_sites"), 3, "%s", out);
+	uint64_t lo = json_u64(out, "peak_reserved_lo"), hi = json_u64(out, "peak_reserved_hi");
+	uint64_t rhi = json_u64(out, "replay_reserved_hi"), pt = json_u64(out, "peak_reserved");
+	cr_assert_eq(json_u64(out, "not_transient"), 0, "%s", out);
+	/* lower: the live bytes at the low bounds (4 MiB + the largest search) */
+	cr_assert_eq(lo, json_u64(out, "peak_lo"), "%s", out);
+	cr_assert(lo < (4 + 310) * MiB, "%" PRIu64, lo / MiB);
+	/* upper: weights' 20 MiB segment + 400 + 600 + 800 MiB */
+	cr_assert_eq(json_u64(out, "reserved_certain"), 20 * MiB, "%s", out);
+	cr_assert_eq(json_u64(out, "reserved_uncertain_segments"), 1800 * MiB, "%s", out);
+	cr_assert_eq(hi, 1820 * MiB, "%" PRIu64, hi / MiB);
+	cr_assert(lo <= pt && pt <= hi);
+
+	const uint64_t rising[3] = {310 * MiB, 350 * MiB, 390 * MiB};
+	const uint64_t falling[3] = {390 * MiB, 350 * MiB, 310 * MiB};
+	char q[128];
+	th_tmpname(q, sizeof q, "whatif_interval_truth");
+	write_searches(q, 16, rising, 3, 0);
+	uint64_t up = run_reserved(q, "pytorch");
+	cr_assert_eq(up, (20 + 310 + 350 + 390) * MiB, "%" PRIu64, up / MiB);
+	cr_assert(up > pt, "the point (%" PRIu64 " MiB) under-reserves the rising order",
+		  pt / MiB);
+	cr_assert(up > rhi, "the replays at the bounds (up to %" PRIu64 " MiB) miss it",
+		  rhi / MiB);
+	cr_assert(lo <= up && up <= hi);
+	write_searches(q, 16, falling, 3, 0);
+	uint64_t down = run_reserved(q, "pytorch");
+	cr_assert_eq(down, (20 + 390) * MiB, "%" PRIu64, down / MiB);
+	cr_assert(lo <= down && down <= hi);
+	unlink(q);
+
+	/* the text names the rule and the replays */
+	char o[128], cmd[2048];
+	th_tmpname(o, sizeof o, "whatif_interval_pred");
+	snprintf(cmd, sizeof cmd, "%s whatif batch --from %s %s --batch 16 -o %s --policy pytorch",
+		 th_bin(), p[0], p[1], o);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "-1.78 GiB (allocated") != NULL, "%s", out);
+	cr_assert(strstr(out, "bound: pytorch: replay without the unpredictable requests") != NULL,
+		  "%s", out);
+	unlink(o);
+
+	/* cuda_malloc (no cache): the bounds are the replays at the sites' bounds */
+	whatif_json(p[0], p[1], "cuda_malloc", out, sizeof out);
+	cr_assert_eq(json_u64(out, "peak_reserved_hi"), json_u64(out, "replay_reserved_hi"));
+	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "replay_reserved_lo"));
+	/* bfc: a lower bound only */
+	whatif_json(p[0], p[1], "bfc", out, sizeof out);
+	cr_assert(strstr(out, "\"peak_reserved_hi\":null") != NULL, "%s", out);
+	cr_assert_eq(json_u64(out, "peak_reserved_lo"), lo);
+	unlink(p[0]);
+	unlink(p[1]);
+}
+
+/*
+ * An activation allocated inside a search: that request is not transient
+ * (a cached block it takes part of may stay pinned), so pytorch gets no
+ * upper bound, said so, with the site; the lower bound stands.
+ */
+Test(whatif_interval, not_transient_has_no_upper_bound)
+{
+	const uint64_t w8[2] = {200 * MiB, 300 * MiB}, w32[2] = {100 * MiB, 100 * MiB};
+	char p[2][128];
+	th_tmpname(p[0], sizeof p[0], "whatif_interval_n8");
+	th_tmpname(p[1], sizeof p[1], "whatif_interval_n32");
+	write_searches(p[0], 8, w8, 2, 1);
+	write_searches(p[1], 32, w32, 2, 1);
+	char out[65536];
+	whatif_json(p[0], p[1], "pytorch", out, sizeof out);
+	cr_assert_eq(json_u64(out, "interval_sites"), 2, "%s", out);
+	cr_assert_eq(json_u64(out, "not_transient"), 1, "%s", out);
+	cr_assert_eq(json_u64(out, "not_transient_site"), 1, "%s", out);
+	cr_assert(strstr(out, "\"peak_reserved_hi\":null") != NULL, "%s", out);
+	cr_assert(strstr(out, "not transient") != NULL, "%s", out);
+	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "peak_lo"));
+	unlink(p[0]);
+	unlink(p[1]);
+}

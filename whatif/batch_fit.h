@@ -192,22 +192,43 @@ int bf_synth_bound(const struct bf_model *m, uint64_t batch, int which, const ch
 
 struct alloc_policy;
 
-/* Peaks of the prediction at BATCH replayed under a policy, and their range
- * over the replays of the trace at the sites' low and high bounds. */
+/* Peaks of the prediction at BATCH replayed under a policy, the bounds of
+ * the peaks over every size of the unpredictable sites within their
+ * bounds, and the range of the replays at those bounds. */
 struct bf_replay_range {
-	uint64_t reserved, reserved_lo, reserved_hi;
-	uint64_t allocated, allocated_lo, allocated_hi;
-	int replays;                    /* 1, or 3 when some site has bounds */
+	uint64_t reserved, allocated;   /* the prediction's replay */
+	/* bounds of the peak over every size within the sites' bounds
+	 * (docs/whatif.md "Bounds of reserved memory"): lo always (live
+	 * bytes at the low bounds, or the low replay where the policy is
+	 * monotone in the sizes); hi only where *_bounded says so, else
+	 * UINT64_MAX */
+	uint64_t reserved_lo, reserved_hi;
+	uint64_t allocated_lo, allocated_hi;
+	int reserved_bounded, allocated_bounded;
+	const char *rule;               /* how hi was bounded, or why it is not */
+	/* the pytorch upper bound: the replay without the unpredictable
+	 * requests, and one segment per request at its high bound */
+	uint64_t certain_reserved, uncertain_segments;
+	size_t not_transient;           /* unpredictable sites another allocation
+					 * (or an empty_cache) falls inside of */
+	size_t not_transient_site;      /* the first of them (template site) */
+	/* the replays at the low and high bounds with the prediction: their
+	 * lowest and highest peaks (no bound under a caching policy) */
+	uint64_t replay_reserved_lo, replay_reserved_hi;
+	uint64_t replay_allocated_lo, replay_allocated_hi;
+	int replays;                    /* 1, or 3 (4 with the pytorch bound) when
+					 * some site has bounds */
 	int oom;                        /* one of the replays ran out of memory */
 };
 
 /* Replay POINT_PATH (the trace bf_synth wrote for BATCH) under POLICY with
  * CONF (may be NULL) and CAPACITY (0: the trace's), as `gpumemsim run`
  * does; where sites have bounds, write the low- and high-bound traces to
- * temporary files (TMPDIR), replay them too, and take the lowest and
- * highest peaks of the three. The peak reserved by a caching allocator is
- * not monotone in the sizes, so its range is that of the replays, not a
- * guarantee (docs/whatif.md). 0, or -1 with ERR. */
+ * temporary files (TMPDIR), replay them too, and bound the peaks (for
+ * pytorch also replay the trace without the unpredictable requests). The
+ * peak reserved by a caching allocator is not monotone in the sizes, so
+ * the replays' range is no bound; the bounds are argued per policy in
+ * docs/whatif.md. 0, or -1 with ERR. */
 int bf_interval_replay(const struct bf_model *m, uint64_t batch, const char *point_path,
 		       const struct alloc_policy *policy, const char *conf, uint64_t capacity,
 		       struct bf_replay_range *out, char *err, size_t errlen);

@@ -9,10 +9,14 @@
  * only on one side, or the batch lies outside the captures where nothing
  * says the regime stays, the site's size is a range, from one rule: every
  * candidate's need grows with the batch, at most in proportion. The range
- * of the peak follows from writing the trace with every such site at its
- * low and at its high bound: exact for live bytes (monotone in the sizes),
- * replayed under a policy for reserved bytes (a caching allocator's peak is
- * not monotone in them: the replays' range, not a guarantee).
+ * of live bytes follows from the sites at their low and high bounds (it is
+ * monotone in the sizes). Reserved bytes under a caching allocator are not:
+ * the replays at the bounds are kept for information, and the bounds are
+ * argued per policy (bf_interval_replay; docs/whatif.md "Bounds of reserved
+ * memory"): lower, every policy, the live bytes at the low bounds; upper,
+ * cuda_malloc, the high-bound replay; pytorch (defaults), where every
+ * unpredictable request is transient, the replay without them plus one
+ * segment each at its high bound; no upper bound otherwise.
  */
 #include "batch_fit_int.h"
 
@@ -369,33 +373,285 @@ static int replay_one(const char *path, const struct alloc_policy *pol, const ch
 	return 0;
 }
 
-/* The prediction and its bounds replayed; see batch_fit.h. */
+/* ------------------------------------------------------- the bounds */
+
+/*
+ * Does site S of T go to the policy in a replay? What `gpumemsim run` does
+ * (sim/engine.h, enum sim_foreign_mode, AUTO): host memory never does;
+ * with a label allocator_source=SUBSTR, module globals and device
+ * allocations whose source does not contain SUBSTR go beside the policy.
+ */
+static int to_policy(const struct bf_trace *T, size_t s, const char *sub)
+{
+	const struct trace_mem *mm = &T->rec[T->alloc_rec[s]].u.mem;
+	if (mm->kind == TMEM_PAGEABLE || mm->kind == TMEM_PINNED)
+		return 0;
+	if (!sub)
+		return 1;
+	if (mm->kind == TMEM_DEVICE_STATIC || mm->kind == TMEM_MANAGED_STATIC)
+		return 0;
+	const char *src = tstr(T, mm->source);
+	return !src || strstr(src, sub) != NULL;
+}
+
+/* pytorch's round_size (default: 512 B granules) and allocation_size (the
+ * segment a request that no cached block serves makes): policies/pytorch.c */
+static uint64_t pt_round(uint64_t n)
+{
+	return n < 512 ? 512 : (n + 511) / 512 * 512;
+}
+
+static uint64_t pt_segment(uint64_t n)
+{
+	uint64_t r = pt_round(n), mib = 1024 * 1024;
+	if (r <= mib)
+		return 2 * mib;
+	if (r < 10 * mib)
+		return 20 * mib;
+	return (r + 2 * mib - 1) / (2 * mib) * (2 * mib);
+}
+
+/* A block pytorch gives for N bytes (default conf): N rounded, plus at
+ * most the remainder it does not split off (1 MiB in the large pool). */
+static uint64_t pt_block_max(uint64_t n)
+{
+	uint64_t r = pt_round(n);
+	return r > 1024 * 1024 ? r + 1024 * 1024 : r;
+}
+
+/* What the walk over the template at the sites' bounds gives. */
+struct bound_walk {
+	uint64_t live_lo;              /* peak of policy bytes requested, low bounds */
+	uint64_t pt_alloc_hi;          /* peak of pytorch's largest blocks, high bounds */
+	uint64_t segments;             /* pytorch segments of the unpredictable
+					* requests at their high bounds */
+	size_t not_transient;          /* unpredictable requests something else is
+					* allocated (or released) within */
+	size_t first_not_transient;    /* the first of them (template site) */
+	uint8_t *drop;                 /* per template site: unpredictable, to the
+					* policy (the trace without them) */
+};
+
+static int bound_walk(const struct bf_model *m, uint64_t batch, struct bound_walk *bw)
+{
+	size_t kt = bf_template_index(m, batch);
+	const struct bf_trace *T = m->sorted[kt];
+	size_t na = T->nalloc ? T->nalloc : 1;
+	uint64_t *lo = calloc(na, sizeof *lo), *hi = calloc(na, sizeof *hi);
+	uint64_t *sz = calloc(m->n, sizeof *sz);
+	uint8_t *live = calloc(na, 1), *pol = calloc(na, 1), *pool = calloc(na, 1);
+	size_t *open = calloc(na, sizeof *open);
+	int ret = -1;
+	memset(bw, 0, sizeof *bw);
+	bw->drop = calloc(na, 1);
+	if (!lo || !hi || !sz || !live || !pol || !pool || !open || !bw->drop)
+		goto out;
+	const char *sub = NULL;
+	for (size_t i = 0; i < T->hdr.nlabels; i++)
+		if (T->hdr.labels[i].key && !strcmp(T->hdr.labels[i].key, SIM_SOURCE_LABEL))
+			sub = T->hdr.labels[i].value ? T->hdr.labels[i].value : "";
+	for (size_t s = 0; s < T->nalloc; s++) {
+		pol[s] = (uint8_t)to_policy(T, s, sub);
+		int b = bf_template_site_bounds(m, kt, s, batch, sz, &lo[s], &hi[s], NULL);
+		/* the pools it may go to: 1 small, 2 large */
+		pool[s] = (uint8_t)((pt_round(lo[s]) <= 1024 * 1024) | (pt_round(hi[s]) > 1024 * 1024) << 1);
+		if (b && pol[s]) {
+			bw->drop[s] = 1;
+			bw->segments += pt_segment(hi[s]);
+		}
+	}
+	/* the live walk. An unpredictable request is transient when no other
+	 * allocation that could share its pool (pytorch keeps a small pool,
+	 * blocks up to 1 MiB, and a large one, per stream) and no empty_cache
+	 * falls between its allocation and its free */
+	uint64_t cur_lo = 0, cur_hi = 0;
+	size_t site = 0, nopen = 0;
+	for (size_t i = 0; i < T->nrec; i++) {
+		const struct trace_rec *r = &T->rec[i];
+		size_t s;
+		if (r->type == TREC_ALLOC) {
+			s = site++;
+			if (!pol[s])
+				continue;
+			/* the engine gives a request without a stream stream 0 */
+#define STREAM_OF(x) ((x) == TRACE_NO_STREAM ? 0 : (x))
+			uint32_t st = STREAM_OF(r->u.mem.stream);
+			for (size_t k = 0; k < nopen; k++) {
+				size_t u = open[k];
+				if (STREAM_OF(T->rec[T->alloc_rec[u]].u.mem.stream) != st ||
+				    !(pool[u] & pool[s]))
+					continue;
+				if (!bw->not_transient++)
+					bw->first_not_transient = u;
+				open[k--] = open[--nopen];
+			}
+#undef STREAM_OF
+			if (bw->drop[s]) {
+				if (T->alloc_free_rec[s] == NO_IDX) {
+					if (!bw->not_transient++)
+						bw->first_not_transient = s; /* never freed */
+				} else {
+					open[nopen++] = s;
+				}
+			}
+			live[s] = 1;
+			cur_lo += lo[s];
+			cur_hi += pt_block_max(hi[s]);
+		} else if (r->type == TREC_FREE && (s = T->free_site[i]) != NO_IDX && live[s]) {
+			live[s] = 0;
+			cur_lo -= lo[s];
+			cur_hi -= pt_block_max(hi[s]);
+			for (size_t k = 0; k < nopen; k++)
+				if (open[k] == s) {
+					open[k] = open[--nopen];
+					break;
+				}
+			continue;
+		} else if (r->type == TREC_CONTROL && r->u.control.kind == TCTL_EMPTY_CACHE) {
+			for (size_t k = 0; k < nopen; k++)
+				if (!bw->not_transient++)
+					bw->first_not_transient = open[k];
+			nopen = 0;
+			continue;
+		} else {
+			continue;
+		}
+		if (cur_lo > bw->live_lo)
+			bw->live_lo = cur_lo;
+		if (cur_hi > bw->pt_alloc_hi)
+			bw->pt_alloc_hi = cur_hi;
+	}
+	ret = 0;
+out:
+	if (ret < 0) {
+		free(bw->drop);
+		bw->drop = NULL;
+	}
+	free(lo);
+	free(hi);
+	free(sz);
+	free(live);
+	free(pol);
+	free(pool);
+	free(open);
+	return ret;
+}
+
+/* Write PATH: the trace at IN without the allocations of the sites DROP
+ * marks (numbered as the template's, which IN was synthesised from) and
+ * their frees. 0, or -1 with ERR. */
+static int write_without(const char *in, const uint8_t *drop, size_t nsites, const char *path,
+			 char *err, size_t errlen)
+{
+	struct bf_trace *t = NULL;
+	struct trace_writer *w = NULL;
+	uint32_t *sid = NULL;
+	int ret = -1;
+	if (bf_load(in, &t, err, errlen) < 0)
+		return -1;
+	if (t->nalloc != nsites) {
+		snprintf(err, errlen, "%s: %zu allocations, the template has %zu", in, t->nalloc,
+			 nsites);
+		goto out;
+	}
+	sid = malloc((t->nstr ? t->nstr : 1) * sizeof *sid);
+	if (!sid) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < t->nstr; i++)
+		sid[i] = TRACE_NO_STRING;
+	w = trace_writer_open(path, TRACE_W_ATOMIC, err, errlen);
+	if (!w)
+		goto out;
+	if (trace_writer_header(w, &t->hdr) < 0) {
+		snprintf(err, errlen, "%s: writing the header failed", path);
+		goto out;
+	}
+#define SID(x) ((x) == TRACE_NO_STRING || (x) >= t->nstr ? TRACE_NO_STRING : \
+	(sid[(x)] != TRACE_NO_STRING ? sid[(x)] : (sid[(x)] = trace_writer_intern(w, t->str[(x)]))))
+	size_t site = 0;
+	for (size_t i = 0; i < t->nrec; i++) {
+		const struct trace_rec *r = &t->rec[i];
+		struct trace_rec o = *r;
+		switch (r->type) {
+		case TREC_ALLOC:
+			if (drop[site++])
+				continue;
+			/* fall through */
+		case TREC_FREE:
+			if (r->type == TREC_FREE && t->free_site[i] != NO_IDX && drop[t->free_site[i]])
+				continue;
+			o.u.mem.source = SID(r->u.mem.source);
+			break;
+		case TREC_KERNEL: o.u.kernel.name = SID(r->u.kernel.name); break;
+		case TREC_RANGE: o.u.range.name = SID(r->u.range.name); break;
+		case TREC_API: o.u.api.name = SID(r->u.api.name); break;
+		case TREC_CONTROL:
+		case TREC_MEMCPY:
+		case TREC_MEMSET:
+		case TREC_SYNC: break;
+		default: continue;
+		}
+		if (trace_writer_record(w, &o) < 0) {
+			snprintf(err, errlen, "%s: writing failed", path);
+			goto out;
+		}
+	}
+#undef SID
+	ret = trace_writer_close(w, 1, 0, err, errlen);
+	w = NULL;
+out:
+	if (w)
+		trace_writer_abort(w);
+	free(sid);
+	bf_free(t);
+	return ret;
+}
+
+/* A temporary trace path in TMPDIR (created empty); 0 or -1 with ERR. */
+static int tmp_trace(char *path, size_t len, char *err, size_t errlen)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(path, len, "%s/gpumemsim-bound-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create a temporary trace in %s",
+			 tmp && *tmp ? tmp : "/tmp");
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The prediction, its replays at the bounds, and the bounds; see
+ * batch_fit.h and docs/whatif.md "Bounds of reserved memory". */
 int bf_interval_replay(const struct bf_model *m, uint64_t batch, const char *point_path,
 		       const struct alloc_policy *policy, const char *conf, uint64_t capacity,
 		       struct bf_replay_range *out, char *err, size_t errlen)
 {
 	struct bf_replay_range r = {.replays = 1};
 	struct bf_interval iv;
+	struct bound_walk bw = {0};
+	uint64_t rep_res[2] = {0, 0}, rep_all[2] = {0, 0};
 	if (replay_one(point_path, policy, conf, capacity, &r.reserved, &r.allocated, &r.oom,
 		       err, errlen) < 0)
 		return -1;
-	r.reserved_lo = r.reserved_hi = r.reserved;
-	r.allocated_lo = r.allocated_hi = r.allocated;
+	r.reserved_lo = r.reserved_hi = r.replay_reserved_lo = r.replay_reserved_hi = r.reserved;
+	r.allocated_lo = r.allocated_hi = r.replay_allocated_lo = r.replay_allocated_hi =
+		r.allocated;
+	r.reserved_bounded = r.allocated_bounded = 1;
+	r.rule = "every site predicted";
 	if (bf_interval(m, batch, &iv) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	for (int w = -1; iv.sites && w <= 1; w += 2) {
+	if (!iv.sites)
+		goto done;
+	for (int w = -1; w <= 1; w += 2) {
 		char path[4096];
-		const char *tmp = getenv("TMPDIR");
-		snprintf(path, sizeof path, "%s/gpumemsim-bound-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		int fd = mkstemp(path);
-		if (fd < 0) {
-			snprintf(err, errlen, "cannot create a temporary trace in %s",
-				 tmp && *tmp ? tmp : "/tmp");
+		if (tmp_trace(path, sizeof path, err, errlen) < 0)
 			return -1;
-		}
-		close(fd);
 		uint64_t res_b, all_b;
 		int bad = bf_synth_bound(m, batch, w, path, err, errlen) < 0 ||
 			  replay_one(path, policy, conf, capacity, &res_b, &all_b, &r.oom, err,
@@ -404,15 +660,79 @@ int bf_interval_replay(const struct bf_model *m, uint64_t batch, const char *poi
 		if (bad)
 			return -1;
 		r.replays++;
-		if (res_b < r.reserved_lo)
-			r.reserved_lo = res_b;
-		if (res_b > r.reserved_hi)
-			r.reserved_hi = res_b;
-		if (all_b < r.allocated_lo)
-			r.allocated_lo = all_b;
-		if (all_b > r.allocated_hi)
-			r.allocated_hi = all_b;
+		rep_res[w > 0] = res_b;
+		rep_all[w > 0] = all_b;
+		if (res_b < r.replay_reserved_lo)
+			r.replay_reserved_lo = res_b;
+		if (res_b > r.replay_reserved_hi)
+			r.replay_reserved_hi = res_b;
+		if (all_b < r.replay_allocated_lo)
+			r.replay_allocated_lo = all_b;
+		if (all_b > r.replay_allocated_hi)
+			r.replay_allocated_hi = all_b;
 	}
+	if (bound_walk(m, batch, &bw) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	r.not_transient = bw.not_transient;
+	r.not_transient_site = bw.first_not_transient;
+	r.uncertain_segments = bw.segments;
+	/* lower: every policy serves a request with a block at least its size,
+	 * and reserves at least what it serves; the live bytes are monotone in
+	 * the sizes, so their peak at the low bounds is below every outcome's */
+	r.reserved_lo = r.allocated_lo = bw.live_lo;
+	r.reserved_hi = r.allocated_hi = UINT64_MAX;
+	r.reserved_bounded = r.allocated_bounded = 0;
+	int pt_default = !strcmp(policy->name, "pytorch") && (!conf || !*conf);
+	if (!strcmp(policy->name, "cuda_malloc")) {
+		/* no cache: reserved = allocated = the live requests, monotone in
+		 * the sizes; the replays at the bounds are the bounds */
+		r.reserved_lo = rep_res[0];
+		r.reserved_hi = rep_res[1];
+		r.allocated_lo = rep_all[0];
+		r.allocated_hi = rep_all[1];
+		r.reserved_bounded = r.allocated_bounded = 1;
+		r.rule = "no cache: monotone in the sizes";
+	} else if (pt_default) {
+		r.allocated_hi = bw.pt_alloc_hi;
+		r.allocated_bounded = 1;
+		if (bw.not_transient) {
+			r.rule = "no upper bound: an unpredictable request is not transient";
+		} else {
+			char path[4096];
+			if (tmp_trace(path, sizeof path, err, errlen) < 0)
+				goto fail;
+			size_t kt = bf_template_index(m, batch);
+			uint64_t all_c;
+			int oom_c = 0;
+			int bad = write_without(point_path, bw.drop, m->sorted[kt]->nalloc, path, err,
+						errlen) < 0 ||
+				  replay_one(path, policy, conf, capacity, &r.certain_reserved, &all_c,
+					     &oom_c, err, errlen) < 0;
+			unlink(path);
+			if (bad)
+				goto fail;
+			r.replays++;
+			if (oom_c || r.oom) {
+				r.rule = "no upper bound: a replay ran out of memory (releases)";
+			} else {
+				r.reserved_hi = r.certain_reserved + bw.segments;
+				r.reserved_bounded = 1;
+				r.rule = "pytorch: replay without the unpredictable requests + one "
+					 "segment each at its high bound";
+			}
+		}
+	} else {
+		r.rule = !strcmp(policy->name, "pytorch")
+				 ? "no upper bound: pytorch with knobs (the argument is for the defaults)"
+				 : "no upper bound: a caching policy is not monotone in the sizes";
+	}
+	free(bw.drop);
+done:
 	*out = r;
 	return 0;
+fail:
+	free(bw.drop);
+	return -1;
 }
