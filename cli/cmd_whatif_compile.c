@@ -32,6 +32,7 @@ static const struct cli_opt compile_opts[] = {
 			    "traces/fusion_rules/torch_inductor_like.rules)"},
 	{"--bandwidth", "BW", "bandwidth of the fused kernels' duration model, e.g.\n"
 			      "4.8TB/s (default: measured from the trace)"},
+	{"--no-timing", NULL, "skip the step-time prediction (memory only)"},
 	{"--json", NULL, "the report as one JSON object on stdout"},
 	CLI_OPT_END,
 };
@@ -68,7 +69,7 @@ static void json_peaks(struct json *j, const char *key, const struct compile_pea
 }
 
 static void print_json(const char *trace, const char *out, const char *policy,
-		       const char *steady, const struct compile_report *r)
+		       const char *steady, int timing, const struct compile_report *r)
 {
 	const struct compile_partition *p = &r->part;
 	const struct fusion_stats *fs = &r->fusion.all;
@@ -95,6 +96,18 @@ static void print_json(const char *trace, const char *out, const char *policy,
 	json_kv_u64(&j, "peak_reserved_after", r->after.reserved);
 	json_kv_u64(&j, "kernel_time_before_ns", fs->ktime_before);
 	json_kv_u64(&j, "kernel_time_after_ns", fs->ktime_after);
+	if (timing) {
+		json_kv_u64(&j, "step_time_before_ns", r->step_before_ns);
+		json_kv_u64(&j, "step_time_after_ns", r->step_after_ns);
+		json_kv_double(&j, "step_time_change_pct", pct(r->step_after_ns, r->step_before_ns));
+		json_kv_u64(&j, "gpu_time_per_step_before_ns", r->gpu_before.gpu_ns);
+		json_kv_u64(&j, "gpu_time_per_step_after_ns", r->gpu_after.gpu_ns);
+		json_kv_u64(&j, "kernels_per_step_before", r->gpu_before.launches);
+		json_kv_u64(&j, "kernels_per_step_after", r->gpu_after.launches);
+		json_kv_u64(&j, "layout_transform_ns_per_step", r->gpu_after.layout_ns);
+		json_kv_u64(&j, "generated_kernel_floor_ns", r->gpu_after.floor_ns);
+		json_kv_double(&j, "bandwidth_bytes_per_s", r->fusion.bandwidth);
+	}
 	json_peaks(&j, "eager", &r->before);
 	json_peaks(&j, "partitioned", &r->partitioned);
 	json_peaks(&j, "compiled", &r->after);
@@ -127,7 +140,7 @@ static void print_json(const char *trace, const char *out, const char *policy,
 }
 
 static void print_text(const char *trace, const char *out, const char *policy,
-		       const char *steady, const struct compile_report *r)
+		       const char *steady, int timing, const struct compile_report *r)
 {
 	const struct compile_partition *p = &r->part;
 	const struct fusion_stats *fs = &r->fusion.all;
@@ -156,8 +169,16 @@ static void print_text(const char *trace, const char *out, const char *policy,
 					     (double)r->before.allocated : 0.0);
 	printf("peak reserved  %s -> %s (%+.2f%%)\n", size_fmt(r->before.reserved, b1, sizeof b1),
 	       size_fmt(r->after.reserved, b3, sizeof b3), pct(r->after.reserved, r->before.reserved));
-	printf("kernel time    %.3f ms -> %.3f ms (%+.2f%%, the whole trace)\n", fs->ktime_before / 1e6,
-	       fs->ktime_after / 1e6, pct(fs->ktime_after, fs->ktime_before));
+	if (timing) {
+		printf("GPU per step   %.2f ms -> %.2f ms (%" PRIu64 " -> %" PRIu64 " kernels; layout "
+		       "transforms %.2f ms not run; generated kernels at %.0f GB/s, at least %.1f us)\n",
+		       r->gpu_before.gpu_ns / 1e6, r->gpu_after.gpu_ns / 1e6, r->gpu_before.launches,
+		       r->gpu_after.launches, r->gpu_after.layout_ns / 1e6, r->fusion.bandwidth / 1e9,
+		       r->gpu_after.floor_ns / 1e3);
+		printf("step time      %.2f ms -> %.2f ms (%+.1f%%; eager from the timeline model, caching on)\n",
+		       r->step_before_ns / 1e6, r->step_after_ns / 1e6,
+		       pct(r->step_after_ns, r->step_before_ns));
+	}
 	if (out)
 		printf("wrote %s\n", out);
 }
@@ -175,6 +196,7 @@ int cmd_whatif_compile(int argc, char **argv)
 
 	memset(&rep, 0, sizeof rep);
 	memset(&rs, 0, sizeof rs);
+	opt.timing = 1;
 	for (int i = 2; i < argc; i++)
 		if (cli_is_help(argv[i])) {
 			usage(stdout);
@@ -205,6 +227,8 @@ int cmd_whatif_compile(int argc, char **argv)
 					"4.8TB/s, 900GB/s or 3e12 (bytes/s, at least 1MB/s)\n", v);
 				return EXIT_USAGE;
 			}
+		} else if (!strcmp(o, "--no-timing")) {
+			opt.timing = 0;
 		} else if (!strcmp(o, "--json")) {
 			json = 1;
 		} else if (o[0] == '-' && o[1]) {
@@ -238,9 +262,9 @@ int cmd_whatif_compile(int argc, char **argv)
 		goto out;
 	}
 	if (json)
-		print_json(trace, out, policy, opt.steady_from, &rep);
+		print_json(trace, out, policy, opt.steady_from, opt.timing, &rep);
 	else
-		print_text(trace, out, policy, opt.steady_from, &rep);
+		print_text(trace, out, policy, opt.steady_from, opt.timing, &rep);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, CMD ": writing the report failed\n");
 		goto out;

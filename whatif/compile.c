@@ -20,9 +20,11 @@
 
 #include "../base/u64map.h"
 #include "../base/vec.h"
+#include "../device/cost.h"
 #include "../sim/engine.h"
 #include "../traces/trace.h"
 #include "batch_fit.h"
+#include "compile_int.h"
 
 #define NONE UINT32_MAX
 
@@ -39,21 +41,7 @@ const char compile_builtin_rules[] =
 	"*nll_loss_backward*\n"
 	"pool_prologue: *max_pool*|*avg_pool* into *elementwise_kernel*|*threshold*|*clamp*\n";
 
-/*
- * Kernel classes, by name (mangled, as CUPTI reports it); the first
- * matching row wins, so the specific rows come first.
- *  - LIBRARY: convolutions and GEMMs (cuDNN, cuBLAS, CUTLASS, ATen's
- *    depthwise convolution, attention): Inductor calls them as extern
- *    kernels; a tensor they read in backward must exist there.
- *  - NORM: batch/layer norm; Inductor generates these (reductions), so they
- *    read recomputed values, but their outputs are not recomputed.
- *  - RANDOM: random numbers are never recomputed.
- *  - CAT: concatenations (DenseNet's): kept, as measured (a cat output that
- *    feeds a batch norm stays saved in compiled DenseNet-121).
- *  - POINTWISE: ATen's element-wise kernels: recomputable.
- * Anything else (reductions, softmax, loss, pooling) is OTHER.
- */
-enum kclass { K_OTHER = 0, K_LIBRARY, K_NORM, K_RANDOM, K_CAT, K_POINTWISE };
+/* The table behind compile_kernel_class (compile_int.h has the classes). */
 static const struct {
 	const char *glob;
 	enum kclass cls;
@@ -62,6 +50,7 @@ static const struct {
 	{"*BatchNorm*", K_NORM}, {"*layer_norm*", K_NORM}, {"*LayerNorm*", K_NORM},
 	{"*distribution*", K_RANDOM}, {"*fused_dropout*", K_RANDOM}, {"*bernoulli*", K_RANDOM},
 	{"*CatArrayBatched*", K_CAT},
+	{"*nchwToNhwc*", K_LAYOUT}, {"*nhwcToNchw*", K_LAYOUT},
 	{"*xmma*", K_LIBRARY}, {"*cutlass*", K_LIBRARY}, {"*cudnn*", K_LIBRARY},
 	{"*cublas*", K_LIBRARY}, {"*gemm*", K_LIBRARY}, {"*Gemm*", K_LIBRARY},
 	{"*onv*", K_LIBRARY} /* conv, Conv: ATen's depthwise convolution */,
@@ -70,7 +59,7 @@ static const struct {
 	{"*elementwise_kernel*", K_POINTWISE},
 };
 
-static enum kclass classify(const char *name)
+enum kclass compile_kernel_class(const char *name)
 {
 	if (!name)
 		return K_OTHER;
@@ -144,7 +133,7 @@ static int sid_class(struct cp *c, const struct trace_reader *rd, uint32_t sid, 
 		if (PUSH(c->sid_cls, c->nsid, c->cap_sid, 0) < 0)
 			return -1;
 	if (!c->sid_cls[sid])
-		c->sid_cls[sid] = (uint8_t)(1 + classify(trace_reader_string(rd, sid)));
+		c->sid_cls[sid] = (uint8_t)(1 + compile_kernel_class(trace_reader_string(rd, sid)));
 	*cls = (uint8_t)(c->sid_cls[sid] - 1);
 	return 0;
 }
@@ -209,7 +198,7 @@ static void note_use(struct cp *c, struct cp_alloc *a, uint32_t ki)
 	if (a->bwd_users < UINT32_MAX)
 		a->bwd_users++;
 	a->last_bwd_use = k->launch;
-	if (k->cls == K_LIBRARY)
+	if (k->cls == K_LIBRARY || k->cls == K_LAYOUT)
 		a->bwd_library = 1;
 }
 
@@ -657,6 +646,42 @@ out:
 	return ret;
 }
 
+/*
+ * Step times. Before: the timeline model's eager step with the caching
+ * allocator (the capture's host gaps, the cost table; docs/timing.md).
+ * After: that step with the forward and backward kernels replaced by the
+ * compiled program's (compile_time.c): what the GPU saves, the step saves,
+ * as long as the GPU stays busier than the compiled host (Inductor launches
+ * its kernels from one generated function, without eager's dispatch).
+ */
+static int step_times(const char *in, const char *compiled, const struct compile_options *o,
+		      struct compile_report *rep, char *err, size_t errlen)
+{
+	struct cost_model cm;
+	struct sim_result res;
+	int ret = -1;
+
+	memset(&res, 0, sizeof res);
+	if (compile_gpu_time(in, o->steady_from, 0, 0, &rep->gpu_before, err, errlen) < 0 ||
+	    compile_gpu_time(compiled, o->steady_from, rep->fusion.bandwidth, 1, &rep->gpu_after,
+			     err, errlen) < 0 ||
+	    cost_fit_trace(in, NULL, &cm, err, errlen) < 0)
+		return -1;
+	struct sim_options so = {.trace_path = in, .policy = o->policy, .conf = o->conf, .cost = &cm};
+	if (sim_run(&so, &res, err, errlen) < 0)
+		goto out;
+	rep->step_before_ns = res.step_time_ns;
+	int64_t after = (int64_t)res.step_time_ns - (int64_t)rep->gpu_before.gpu_ns +
+			(int64_t)rep->gpu_after.gpu_ns;
+	if (after < (int64_t)rep->gpu_after.gpu_ns)
+		after = (int64_t)rep->gpu_after.gpu_ns;
+	rep->step_after_ns = (uint64_t)after;
+	ret = 0;
+out:
+	sim_result_free(&res);
+	return ret;
+}
+
 int compile_apply(const char *in, const char *out, const struct compile_options *o,
 		  struct compile_report *rep, char *err, size_t errlen)
 {
@@ -684,7 +709,8 @@ int compile_apply(const char *in, const char *out, const struct compile_options 
 	struct fusion_options fo = {.bandwidth = o->bandwidth};
 	if (fusion_apply(part, out ? out : fused, rs, &fo, &rep->fusion, err, errlen) < 0)
 		goto out;
-	if (o->policy && replay_peaks(out ? out : fused, o, &rep->after, err, errlen) < 0) {
+	if ((o->policy && replay_peaks(out ? out : fused, o, &rep->after, err, errlen) < 0) ||
+	    (o->timing && step_times(in, out ? out : fused, o, rep, err, errlen) < 0)) {
 		if (out)
 			remove(out);  /* no result without its report */
 		goto out;

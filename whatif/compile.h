@@ -56,10 +56,20 @@ struct compile_options {
 				      * this name on (e.g. "step 1"): the steady
 				      * state, without the first step's autotuning;
 				      * NULL = the whole trace */
+	int timing;                  /* also predict the step time (needs host API
+				      * records and "step N" ranges) */
 };
 
 /* Peaks of one replay (the policy's, in the steady state). */
 struct compile_peaks { uint64_t allocated, reserved, requested; };
+
+struct compile_gpu {
+	uint64_t steps;              /* steps averaged */
+	uint64_t gpu_ns;             /* kernel time per step */
+	uint64_t launches;           /* kernels per step */
+	uint64_t layout_ns;          /* per step: layout transforms not run (model) */
+	uint64_t floor_ns;           /* the shortest element-wise kernel */
+};
 
 struct compile_report {
 	struct compile_partition part;
@@ -67,6 +77,10 @@ struct compile_report {
 	struct compile_peaks before; /* the eager capture */
 	struct compile_peaks partitioned; /* after the partitioner alone */
 	struct compile_peaks after;  /* the compiled program: both stages */
+	/* with compile_options.timing */
+	struct compile_gpu gpu_before, gpu_after;
+	uint64_t step_before_ns;     /* the eager step, timeline model (caching on) */
+	uint64_t step_after_ns;      /* the compiled step */
 };
 
 /* The Inductor-like fusion rules `whatif compile` uses by default (the same
@@ -87,5 +101,15 @@ int compile_partition(const char *in, const char *out, struct compile_partition 
 int compile_apply(const char *in, const char *out, const struct compile_options *o,
 		  struct compile_report *rep, char *err, size_t errlen);
 void compile_report_free(struct compile_report *rep);
+
+/* GPU time per step (compile_time.c): the kernels launched in the steady
+ * "step N" ranges, averaged over them (struct compile_gpu). */
+
+/* GPU time per step of PATH from the first range STEADY on (NULL: every
+ * step). MODEL 0: as recorded; 1: the compiled program's kernels (layout
+ * transforms dropped, generated kernels memory-bound at BANDWIDTH bytes/s;
+ * see compile_time.c). 0, or -1 with ERR. */
+int compile_gpu_time(const char *path, const char *steady, double bandwidth, int model,
+		     struct compile_gpu *g, char *err, size_t errlen);
 
 #endif /* WHATIF_COMPILE_H */

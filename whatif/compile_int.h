@@ -1,0 +1,30 @@
+/*
+ * compile_int.h: what the torch.compile what-if's files share (compile.c,
+ * compile_time.c): kernel classes by name.
+ */
+#ifndef WHATIF_COMPILE_INT_H
+#define WHATIF_COMPILE_INT_H
+
+/*
+ * Kernel classes, by name (mangled, as CUPTI reports it); the first
+ * matching row wins, so the specific rows come first.
+ *  - LIBRARY: convolutions and GEMMs (cuDNN, cuBLAS, CUTLASS, ATen's
+ *    depthwise convolution, attention): Inductor calls them as extern
+ *    kernels; a tensor they read in backward must exist there.
+ *  - NORM: batch/layer norm; Inductor generates these (reductions), so they
+ *    read recomputed values, but their outputs are not recomputed.
+ *  - RANDOM: random numbers are never recomputed.
+ *  - CAT: concatenations (DenseNet's): kept, as measured (a cat output that
+ *    feeds a batch norm stays saved in compiled DenseNet-121).
+ *  - LAYOUT: cuDNN's NCHW <-> NHWC transforms around a convolution: a
+ *    tensor they read is a convolution's input. Inductor keeps the
+ *    activations of convolutional graphs channels-last (its layout
+ *    optimisation), so the compiled program runs none of them.
+ *  - POINTWISE: ATen's element-wise kernels: recomputable.
+ * Anything else (reductions, softmax, loss, pooling) is OTHER.
+ */
+enum kclass { K_OTHER = 0, K_LIBRARY, K_LAYOUT, K_NORM, K_RANDOM, K_CAT, K_POINTWISE };
+/* The class of a kernel NAME (NULL: K_OTHER). */
+enum kclass compile_kernel_class(const char *name);
+
+#endif /* WHATIF_COMPILE_INT_H */

@@ -1,0 +1,219 @@
+/*
+ * compile_time.c: GPU time per step of the eager capture and of the
+ * compiled program `whatif compile` wrote (see compile.h).
+ *
+ * The compiled program's kernels, per kernel launched inside a forward or
+ * backward range (what torch.compile of the model covers; the optimizer and
+ * anything outside stay eager and keep their durations):
+ *  - a layout transform (cuDNN NCHW <-> NHWC) is not run: Inductor keeps
+ *    convolutional graphs channels-last;
+ *  - a library kernel (convolution, GEMM) keeps its duration;
+ *  - any other kernel with links is code Inductor generates, memory-bound:
+ *    the bytes it touches (its links) at the bandwidth, but never shorter
+ *    than the shortest element-wise kernel of the capture (a launch's floor);
+ *  - a kernel without links keeps its duration.
+ */
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/u64map.h"
+#include "../base/vec.h"
+#include "../traces/trace.h"
+#include "compile.h"
+#include "compile_int.h"
+
+struct ct_range { uint64_t start, end; };
+
+struct ct {
+	uint64_t *bytes;             /* per allocation id */
+	size_t nbytes, cap_bytes;
+	struct ct_range *fb;         /* forward and backward ranges */
+	size_t nfb, cap_fb;
+	struct ct_range *steps;      /* "step N" ranges from the steady one on */
+	size_t nsteps, cap_steps;
+	uint8_t *sid_cls;            /* per string id: 1 + class, 0 not yet */
+	size_t nsid, cap_sid;
+};
+
+#define PUSH(arr, n, cap, val) \
+	(VEC_RESERVE(arr, cap, (n) + 1, 64) < 0 ? -1 : ((arr)[(n)++] = (val), 0))
+
+static int inside(const struct ct_range *v, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].start <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && t <= v[lo - 1].end;
+}
+
+static int kclass_of(struct ct *c, const struct trace_reader *rd, uint32_t sid, enum kclass *k)
+{
+	*k = K_OTHER;
+	if (sid == TRACE_NO_STRING)
+		return 0;
+	while (c->nsid <= sid)
+		if (PUSH(c->sid_cls, c->nsid, c->cap_sid, 0) < 0)
+			return -1;
+	if (!c->sid_cls[sid])
+		c->sid_cls[sid] = (uint8_t)(1 + compile_kernel_class(trace_reader_string(rd, sid)));
+	*k = (enum kclass)(c->sid_cls[sid] - 1);
+	return 0;
+}
+
+/* First pass: forward/backward ranges and the steady steps. */
+static int ct_ranges(struct ct *c, struct trace_reader *rd, const char *steady, char *err,
+		     size_t errlen)
+{
+	struct trace_rec rec;
+	int st, on = !steady;
+	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		if (rec.type != TREC_RANGE)
+			continue;
+		const char *nm = trace_reader_string(rd, rec.u.range.name);
+		struct ct_range r = {rec.start, rec.end};
+		if (!nm)
+			continue;
+		if ((!strcmp(nm, "forward") || !strcmp(nm, "backward")) &&
+		    PUSH(c->fb, c->nfb, c->cap_fb, r) < 0)
+			goto nomem;
+		if (steady && !strcmp(nm, steady))
+			on = 1;
+		if (on && !fnmatch("step [0-9]*", nm, 0) && PUSH(c->steps, c->nsteps, c->cap_steps, r) < 0)
+			goto nomem;
+	}
+	if (st < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		return -1;
+	}
+	if (!c->nsteps) {
+		snprintf(err, errlen, "%s: no NVTX \"step N\" ranges%s%s%s: step times need them",
+			 trace_reader_path(rd), steady ? " from '" : "", steady ? steady : "",
+			 steady ? "' on" : "");
+		return -1;
+	}
+	if (trace_reader_rewind(rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		return -1;
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+int compile_gpu_time(const char *path, const char *steady, double bandwidth, int model,
+		     struct compile_gpu *g, char *err, size_t errlen)
+{
+	struct ct c;
+	struct gk { uint64_t dur, bytes; uint8_t gen; } *ks = NULL; /* the steps' kernels */
+	size_t nks = 0, cap_ks = 0;
+	struct trace_reader *rd = trace_reader_open(path);
+	struct u64map corr;
+	struct trace_rec rec;
+	uint64_t gpu = 0, launches = 0, layout = 0, floor_ns = UINT64_MAX;
+	int st, ret = -1;
+
+	memset(&c, 0, sizeof c);
+	memset(g, 0, sizeof *g);
+	u64map_init(&corr);
+	if (!rd) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (trace_reader_status(rd) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	if (ct_ranges(&c, rd, steady, err, errlen) < 0)
+		goto out;
+	/* the floor is the shortest element-wise kernel of the whole trace, so
+	 * the steps' kernels are timed once it is read */
+	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		switch (rec.type) {
+		case TREC_ALLOC:
+			if (PUSH(c.bytes, c.nbytes, c.cap_bytes, rec.u.mem.bytes) < 0)
+				goto nomem;
+			break;
+		case TREC_API:
+			if (rec.u.api.corr && rec.u.api.corr != U64MAP_EMPTY &&
+			    u64map_put(&corr, rec.u.api.corr, rec.start) < 0)
+				goto nomem;
+			break;
+		case TREC_KERNEL: {
+			uint64_t launch = rec.start, t, dur = rec.end - rec.start;
+			enum kclass k;
+			if (rec.u.kernel.corr && u64map_del(&corr, rec.u.kernel.corr, &t) && t <= rec.start)
+				launch = t;
+			if (kclass_of(&c, rd, rec.u.kernel.name, &k) < 0)
+				goto nomem;
+			if (k == K_POINTWISE && dur && dur < floor_ns)
+				floor_ns = dur;
+			if (!inside(c.steps, c.nsteps, launch))
+				break;
+			int compiled = model && inside(c.fb, c.nfb, launch);
+			if (compiled && k == K_LAYOUT) {
+				layout += dur;
+				break;
+			}
+			launches++;
+			uint64_t b = 0;
+			for (uint32_t l = 0; l < rec.u.kernel.nlinks; l++)
+				if (rec.u.kernel.links[l] < c.nbytes)
+					b += c.bytes[rec.u.kernel.links[l]];
+			if (rec.u.kernel.nlinks == 1)
+				b *= 2;          /* in place: read and written */
+			int gen = compiled && k != K_LIBRARY && rec.u.kernel.nlinks;
+			if (VEC_RESERVE(ks, cap_ks, nks + 1, 256) < 0)
+				goto nomem;
+			ks[nks].dur = dur;
+			ks[nks].bytes = b;
+			ks[nks].gen = (uint8_t)gen;
+			nks++;
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	if (st < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	if (floor_ns == UINT64_MAX)
+		floor_ns = 0;
+	for (size_t i = 0; i < nks; i++) {
+		uint64_t d = ks[i].dur;
+		if (ks[i].gen && bandwidth > 0) {
+			d = (uint64_t)((double)ks[i].bytes / bandwidth * 1e9 + 0.5);
+			if (d < floor_ns)
+				d = floor_ns;
+		}
+		gpu += d;
+	}
+	g->steps = c.nsteps;
+	g->gpu_ns = gpu / c.nsteps;
+	g->launches = launches / c.nsteps;
+	g->layout_ns = layout / c.nsteps;
+	g->floor_ns = floor_ns;
+	ret = 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+out:
+	u64map_free(&corr);
+	trace_reader_close(rd);
+	free(c.bytes);
+	free(c.fb);
+	free(c.steps);
+	free(c.sid_cls);
+	free(ks);
+	return ret;
+}
