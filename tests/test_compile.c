@@ -202,3 +202,30 @@ Test(compile, refuses_what_it_cannot_model)
 	unlink(so);
 	unlink(er);
 }
+
+/* The builtin rules are the shipped rule file, rule for rule (the file is
+ * what `fuse --rules` users read and edit). */
+Test(compile, builtin_rules_are_the_inductor_like_file)
+{
+	struct fusion_rules a, b;
+	char err[512];
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	cr_assert_eq(fusion_rules_parse(compile_builtin_rules, "builtin", &a, err, sizeof err), 0,
+		     "%s", err);
+	cr_assert_eq(fusion_rules_load("traces/fusion_rules/torch_inductor_like.rules", &b, err,
+				       sizeof err), 0, "%s", err);
+	cr_assert_eq(a.n, b.n);
+	for (size_t i = 0; i < a.n; i++) {
+		cr_expect_str_eq(a.v[i].name, b.v[i].name);
+		cr_expect_eq(a.v[i].chain, b.v[i].chain, "%s", a.v[i].name);
+		cr_assert_eq(a.v[i].ncons, b.v[i].ncons, "%s", a.v[i].name);
+		cr_assert_eq(a.v[i].nprod, b.v[i].nprod, "%s", a.v[i].name);
+		for (size_t k = 0; k < a.v[i].ncons; k++)
+			cr_expect_str_eq(a.v[i].cons[k], b.v[i].cons[k]);
+		for (size_t k = 0; k < a.v[i].nprod; k++)
+			cr_expect_str_eq(a.v[i].prod[k], b.v[i].prod[k]);
+	}
+	fusion_rules_free(&a);
+	fusion_rules_free(&b);
+}
