@@ -12,7 +12,8 @@
 # alone on the GPU, the captures on cores 0-3.
 # OUT: env.txt, timeline.txt, build.log, compile.tgz (one json and log per
 # model), recipes.tgz (recipe-MODEL-bBATCH/ per capture).
-# Environment: MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
+# Environment: BARRIER=1 (compile everything before any measurement: for
+# step times), STEPS (3), WARMUP (3), MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
 # mobilenet_v3_large efficientnet_b0 vit_b_16"), BATCHES ("32 64"),
 # RECIPE ("MODEL:BATCH ...", the captures to make), DEADLINE_S (540),
 # PYTHON (python3), WORK_DIR (/tmp/compile), SKIP_BUILD=1 (build/ is there).
@@ -29,7 +30,7 @@ py=${PYTHON:-python3}
 W=${WORK_DIR:-/tmp/compile}
 MODELS=${MODELS:-"vgg11 resnet50 densenet121 mobilenet_v2 mobilenet_v3_large efficientnet_b0 vit_b_16"}
 BATCHES=${BATCHES:-"32 64"}
-RECIPE=${RECIPE:-"vit_b_16:32 efficientnet_b0:32 mobilenet_v3_large:32 vgg11:32 vit_b_16:64 efficientnet_b0:64 mobilenet_v3_large:64 vgg11:64"}
+RECIPE=${RECIPE-"vit_b_16:32 efficientnet_b0:32 mobilenet_v3_large:32 vgg11:32 vit_b_16:64 efficientnet_b0:64 mobilenet_v3_large:64 vgg11:64"}
 LOCK=$W/gpu.lock
 rm -rf "$W"
 mkdir -p "$W/compile" || exit 1
@@ -56,9 +57,18 @@ fi
 # The compile runs start first: they need the host for a minute before their
 # first GPU measurement, while the build and the captures go on.
 pids=()
+nm=$(echo $MODELS | wc -w)
+# BARRIER=1: every process compiles all its models, then waits for the
+# others, so no compilation slows the host of a measured step (step times);
+# without it, measurements start as soon as a model is compiled (memory)
+extra=()
+[ "${BARRIER:-0}" = 1 ] && extra=(--barrier "$W/barrier" --barrier-n "$nm" --barrier-timeout 400)
+cores=4-15
+[ "${BARRIER:-0}" = 1 ] && cores=0-15
 for m in $MODELS; do
-	taskset -c 4-15 timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py --model "$m" \
-		--batch $BATCHES --gpu-lock "$LOCK" --json "$W/compile/$m.json" > "$W/compile/$m.log" 2>&1 &
+	taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py --model "$m" \
+		--batch $BATCHES --steps "${STEPS:-3}" --warmup "${WARMUP:-3}" --gpu-lock "$LOCK" \
+		"${extra[@]}" --json "$W/compile/$m.json" > "$W/compile/$m.log" 2>&1 &
 	pids+=($!)
 done
 log "compile_peak started for: $MODELS"

@@ -16,7 +16,9 @@ under torch.profiler (CUDA activity only) for the kernels each mode runs.
 --gpu-lock FILE: several of these processes compile at once (compilation is
 host work) and take FILE (flock) for the GPU work that is measured, so each
 measurement runs alone on the GPU; a compiled model's first step, which
-compiles, runs outside the lock.
+compiles, runs outside the lock. --barrier DIR --barrier-n N: each process
+compiles all its models first and waits for the N processes to be done
+compiling, so no compilation slows the host of a measured step.
 
 Writes one json (rewritten after each measurement, so a run cut short by a
 time limit keeps what it measured):
@@ -125,24 +127,35 @@ def gpu_kernels(run_model, opt, loss_fn, batch, img, classes, dev):
             "by_name": [{"name": n[:200], "count": c, "us": round(t, 1)} for n, (c, t) in top]}
 
 
-def measure(args, batch, mode, dev):
-    """One (batch, mode) measurement; returns a dict for runs[]."""
+def prepare(args, batch, mode, dev):
+    """A fresh model for (batch, mode); a compiled one has run its first
+    step (which compiles: host work, outside the lock). Returns the state
+    measure() takes."""
     torch.manual_seed(0)
     model = getattr(torchvision.models, args.model)(num_classes=args.classes).to(dev)
     model.train()
     run_model = torch.compile(model, dynamic=False) if mode == "compile" else model
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    rec = {"batch": batch, "mode": mode}
-    t0 = time.perf_counter()
-    warmup = args.warmup
-    if mode == "compile":  # the first step compiles: host work, outside the lock
-        step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+    st = {"model": model, "run": run_model, "opt": opt, "loss": torch.nn.CrossEntropyLoss(),
+          "rec": {"batch": batch, "mode": mode}, "warmup": args.warmup}
+    if mode == "compile":
+        t0 = time.perf_counter()
+        step(run_model, opt, st["loss"], batch, args.img, args.classes, dev)
         torch.cuda.synchronize()
-        rec["compile_s"] = time.perf_counter() - t0
-        warmup -= 1
+        st["rec"]["compile_s"] = time.perf_counter() - t0
+        st["warmup"] -= 1
+        torch.cuda.empty_cache()  # hold no cached blocks while others compile
+    return st
+
+
+def measure(args, st, dev):
+    """Measure a prepare()d model alone on the GPU; returns a dict for runs[]."""
+    rec, run_model, opt, loss_fn = st["rec"], st["run"], st["opt"], st["loss"]
+    batch = rec["batch"]
     with gpu_lock(args.gpu_lock):
-        for _ in range(warmup):
+        torch.cuda.empty_cache()
+        t0 = time.perf_counter()
+        for _ in range(st["warmup"]):
             step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
         torch.cuda.synchronize()
         rec["warmup_s"] = time.perf_counter() - t0
@@ -166,10 +179,18 @@ def measure(args, batch, mode, dev):
                                          args.classes, dev)
         except Exception as e:  # the measurement stands without it
             rec["profile_error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
-    del run_model, model, opt
-    gc.collect()
-    torch.cuda.empty_cache()
+        torch.cuda.empty_cache()
     return rec
+
+
+def barrier(path, n, timeout_s):
+    """Wait until N processes have reached PATH (a directory): compilation,
+    host work that would slow every measurement, is then over everywhere."""
+    os.makedirs(path, exist_ok=True)
+    open(os.path.join(path, str(os.getpid())), "w").close()
+    t0 = time.time()
+    while len(os.listdir(path)) < n and time.time() - t0 < timeout_s:
+        time.sleep(0.2)
 
 
 def write_json(path, obj):
@@ -192,6 +213,11 @@ def main():
                    choices=["eager", "compile"])
     p.add_argument("--gpu-lock", metavar="FILE",
                    help="flock FILE around the measured GPU work")
+    p.add_argument("--barrier", metavar="DIR",
+                   help="compile every (batch, mode) first, then wait until "
+                        "--barrier-n processes reached DIR before measuring")
+    p.add_argument("--barrier-n", type=int, default=1)
+    p.add_argument("--barrier-timeout", type=float, default=300)
     p.add_argument("--json", required=True)
     args = p.parse_args()
     if not hasattr(torchvision.models, args.model):
@@ -208,21 +234,35 @@ def main():
            "cudnn": torch.backends.cudnn.version(),
            "gpu": torch.cuda.get_device_name(0), "runs": []}
     rc = 0
-    for batch in args.batch:
-        for mode in args.modes:
+    todo = [(b, m) for b in args.batch for m in args.modes]
+    ready = {}
+    if args.barrier:  # compile everything first, then measure with the host quiet
+        for key in todo:
             try:
-                rec = measure(args, batch, mode, dev)
-            except Exception as e:  # keep the other measurements
-                rec = {"batch": batch, "mode": mode,
-                       "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
-                rc = 1
-            out["runs"].append(rec)
-            write_json(args.json, out)
-            print("compile_peak: %s b%d %s: %s" % (
-                args.model, batch, mode,
-                rec.get("error") or "peak allocated %d reserved %d (warm-up %.1f s, step %.1f ms)" % (
-                    rec["peak_allocated"], rec["peak_reserved"], rec["warmup_s"],
-                    1e3 * sorted(rec["step_s"])[len(rec["step_s"]) // 2])), flush=True)
+                ready[key] = prepare(args, key[0], key[1], dev)
+            except Exception as e:
+                ready[key] = e
+        barrier(args.barrier, args.barrier_n, args.barrier_timeout)
+    for batch, mode in todo:
+        try:
+            st = ready.pop((batch, mode), None) or prepare(args, batch, mode, dev)
+            if isinstance(st, Exception):
+                raise st
+            rec = measure(args, st, dev)
+            del st
+            gc.collect()
+            torch.cuda.empty_cache()
+        except Exception as e:  # keep the other measurements
+            rec = {"batch": batch, "mode": mode,
+                   "error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
+            rc = 1
+        out["runs"].append(rec)
+        write_json(args.json, out)
+        print("compile_peak: %s b%d %s: %s" % (
+            args.model, batch, mode,
+            rec.get("error") or "peak allocated %d reserved %d (warm-up %.1f s, step %.1f ms)" % (
+                rec["peak_allocated"], rec["peak_reserved"], rec["warmup_s"],
+                1e3 * sorted(rec["step_s"])[len(rec["step_s"]) // 2])), flush=True)
     return rc
 
 
