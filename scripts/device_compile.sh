@@ -62,7 +62,7 @@ nm=$(echo $MODELS | wc -w)
 # others, so no compilation slows the host of a measured step (step times);
 # without it, measurements start as soon as a model is compiled (memory)
 extra=()
-[ "${BARRIER:-0}" = 1 ] && extra=(--barrier "$W/barrier" --barrier-n "$nm" --barrier-timeout 400)
+[ "${BARRIER:-0}" = 1 ] && extra=(--barrier "$W/barrier" --barrier-n "$nm" --barrier-timeout "${BARRIER_TIMEOUT:-280}")
 cores=4-15
 [ "${BARRIER:-0}" = 1 ] && cores=0-15
 for m in $MODELS; do
@@ -94,6 +94,11 @@ for mb in $RECIPE; do
 	sleep 2 # let a waiting measurement take the lock
 done
 
+# pack what the measurements wrote so far, every 20 s, until they end
+while kill -0 "${pids[@]}" 2> /dev/null; do
+	sleep 20
+	(cd "$W" && tar -czf "$OUT/compile.tgz.tmp" compile && mv -f "$OUT/compile.tgz.tmp" "$OUT/compile.tgz")
+done
 for p in "${pids[@]}"; do wait "$p"; done
 log "compile_peak done"
 (cd "$W" && tar -czf "$OUT/compile.tgz" compile)
