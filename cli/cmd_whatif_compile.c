@@ -106,7 +106,7 @@ static void print_json(const char *trace, const char *out, const char *policy,
 		json_kv_u64(&j, "kernels_per_step_after", r->gpu_after.launches);
 		json_kv_u64(&j, "layout_transform_ns_per_step", r->gpu_after.layout_ns);
 		json_kv_u64(&j, "generated_kernel_floor_ns", r->gpu_after.floor_ns);
-		json_kv_double(&j, "bandwidth_bytes_per_s", r->fusion.bandwidth);
+		json_kv_double(&j, "generated_kernel_bandwidth_bytes_per_s", r->gpu_before.bw_p90);
 	}
 	json_peaks(&j, "eager", &r->before);
 	json_peaks(&j, "partitioned", &r->partitioned);
@@ -119,6 +119,9 @@ static void print_json(const char *trace, const char *out, const char *policy,
 	json_kv_u64(&j, "saved_bytes", p->saved_bytes);
 	json_kv_u64(&j, "recomputed_tensors", p->recomputed);
 	json_kv_u64(&j, "recomputed_bytes", p->recomputed_bytes);
+	json_kv_u64(&j, "recomputed_copies", p->clones);
+	json_kv_u64(&j, "pool_offsets", p->offsets);
+	json_kv_u64(&j, "pool_offsets_bytes_saved", p->offsets_bytes_saved);
 	json_kv_u64(&j, "kept_producer", p->keep_producer);
 	json_kv_u64(&j, "kept_inputs", p->keep_inputs);
 	json_kv_u64(&j, "kept_backward", p->keep_backward);
@@ -151,10 +154,14 @@ static void print_text(const char *trace, const char *out, const char *policy,
 	       steady ? steady : "", steady ? "' on" : "");
 	printf("saved          %.0f tensors, %s per step (made in forward, freed in backward)\n",
 	       (double)p->saved / (double)n, size_fmt(p->saved_bytes / n, b1, sizeof b1));
-	printf("partitioner    recomputes %.0f of them in backward, %s per step; kept: %.0f made by\n"
-	       "               library, norm, reduction or opaque kernels, %.0f whose inputs are gone,\n"
-	       "               %.0f read in backward by a library (or possibly an opaque) kernel\n",
+	printf("partitioner    recomputes %.0f of them in backward, %s per step (%.0f of them copies\n"
+	       "               eager made of an in-place activation's input); %.0f max-pool indices\n"
+	       "               kept as int8 offsets (%s per step less); kept: %.0f made by library,\n"
+	       "               reduction or opaque kernels, %.0f whose inputs are gone, %.0f read in\n"
+	       "               backward by a library kernel (or possibly an opaque one)\n",
 	       (double)p->recomputed / (double)n, size_fmt(p->recomputed_bytes / n, b1, sizeof b1),
+	       (double)p->clones / (double)n, (double)p->offsets / (double)n,
+	       size_fmt(p->offsets_bytes_saved / n, b2, sizeof b2),
 	       (double)p->keep_producer / (double)n, (double)p->keep_inputs / (double)n,
 	       (double)p->keep_backward / (double)n);
 	printf("fusion         %" PRIu64 " kernels into %" PRIu64 ", %" PRIu64
@@ -173,7 +180,7 @@ static void print_text(const char *trace, const char *out, const char *policy,
 		printf("GPU per step   %.2f ms -> %.2f ms (%" PRIu64 " -> %" PRIu64 " kernels; layout "
 		       "transforms %.2f ms not run; generated kernels at %.0f GB/s, at least %.1f us)\n",
 		       r->gpu_before.gpu_ns / 1e6, r->gpu_after.gpu_ns / 1e6, r->gpu_before.launches,
-		       r->gpu_after.launches, r->gpu_after.layout_ns / 1e6, r->fusion.bandwidth / 1e9,
+		       r->gpu_after.launches, r->gpu_after.layout_ns / 1e6, r->gpu_before.bw_p90 / 1e9,
 		       r->gpu_after.floor_ns / 1e3);
 		printf("step time      %.2f ms -> %.2f ms (%+.1f%%; eager from the timeline model, caching on)\n",
 		       r->step_before_ns / 1e6, r->step_after_ns / 1e6,

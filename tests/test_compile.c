@@ -19,7 +19,7 @@
 /*
  * One step. Allocation ids (ordinals of 'a'): 0 W weight; in forward: 1 X
  * input (no linked producer), 2 C conv output (opaque conv), 3 B batch
- * norm output, 4 A = pointwise(B): read in backward by a pointwise kernel
+ * norm output (no linked backward reader: kept), 4 A = pointwise(B): read in backward by a pointwise kernel
  * only -> recomputed; 5 D = pointwise(A), read in backward by a GEMM ->
  * kept; 6 T a forward temporary; 7 F = pointwise(T), T gone by backward ->
  * kept; 8 E = pointwise(B), an opaque kernel launched between its last
@@ -101,9 +101,11 @@ Test(compile, partitioner_rules_one_case_each)
 	cr_expect_eq(p.saved, 7, "saved %" PRIu64, p.saved);   /* X C B A D F E */
 	cr_expect_eq(p.recomputed, 1);
 	cr_expect_eq(p.recomputed_bytes, 8 * MiB);
-	cr_expect_eq(p.keep_producer, 3);                        /* X C B */
+	cr_expect_eq(p.keep_producer, 2);                        /* X; C (an opaque
+								  * kernel ran first) */
 	cr_expect_eq(p.keep_inputs, 1);                          /* F */
-	cr_expect_eq(p.keep_backward, 2);                        /* D E */
+	cr_expect_eq(p.keep_backward, 3);                        /* B (no linked
+								  * backward reader) D E */
 
 	/* A is freed right after its last forward reader (the mul at 220), and
 	 * the backward kernel that read it no longer links it */
@@ -125,6 +127,95 @@ Test(compile, partitioner_rules_one_case_each)
 	cr_expect_eq(a_freed_at, 220);
 	cr_expect_eq(freed_once, 1);
 	cr_expect_eq(silu_bwd_links, 0);
+	unlink(in);
+	unlink(out);
+}
+
+/*
+ * The other rules, one step: 0 W; in forward 1 P (an opaque conv's output),
+ * 2 N =
+ * norm(P) with its statistics 3 (tiny: a reduction, never recomputed),
+ * updated in place by a ReLU and then read by an opaque convolution (kept:
+ * its weight gradient reads it); 4 K, eager's copy of an in-place
+ * activation's input (a device-to-device copy, read in backward by a
+ * pointwise kernel: never made compiled); 5 I, max-pool indices (int8
+ * offsets compiled: an eighth).
+ */
+static const char *const names2[] = {
+	"step 0", "forward", "backward", "_ZN5cudnn16bn_fw_tr_1C11", "vectorized_elementwise_kernel_relu",
+	"sm90_xmma_fprop_conv", "max_pool_forward_nchw", "max_pool_backward_nchw",
+	"elementwise_kernel_silu_bwd", "_ZN5cudnn16bn_bw_1C11",
+};
+
+static void write_step2(char *path, size_t len)
+{
+	struct th_sbuf b = {0};
+	th_sb_printf(&b, "gpumemsim-trace 1\nH producer test\n");
+	for (size_t i = 0; i < sizeof names2 / sizeof names2[0]; i++)
+		th_sb_printf(&b, "S %zu %s\n", i, names2[i]);
+	th_sb_printf(&b, "a 50 0x1000 %u -\n", MiB);
+	th_sb_printf(&b, "r 100 1000 0 0\nr 100 500 1 1\n");
+	th_sb_printf(&b, "a 110 0x100000 %u -\n", 4 * MiB);      /* 1 P */
+	th_sb_printf(&b, "k 112 114 7 5 1,1,1 1,1,1 1 0 9 -\n"); /* the conv writing P */
+	th_sb_printf(&b, "a 120 0x800000 %u -\n", 4 * MiB);      /* 2 N */
+	th_sb_printf(&b, "a 121 0xc00000 512 -\n");               /* 3 stats */
+	th_sb_printf(&b, "k 130 140 7 3 1,1,1 1,1,1 1 0 1 1,2,3\n");
+	th_sb_printf(&b, "k 150 160 7 4 1,1,1 1,1,1 1 0 2 2\n");
+	th_sb_printf(&b, "k 170 180 7 5 1,1,1 1,1,1 1 0 3 -\n");
+	th_sb_printf(&b, "a 190 0x1000000 %u -\n", 4 * MiB);     /* 4 K */
+	th_sb_printf(&b, "c 200 210 7 %u dtod 4\n", 4 * MiB);
+	th_sb_printf(&b, "a 220 0x1800000 %u -\n", 8 * MiB);     /* 5 I */
+	th_sb_printf(&b, "k 230 240 7 6 1,1,1 1,1,1 1 0 5 5\n");
+	th_sb_printf(&b, "r 600 900 2 1\n");
+	th_sb_printf(&b, "k 610 620 7 7 1,1,1 1,1,1 1 0 6 5\n");
+	th_sb_printf(&b, "f 630 0x1800000 0 -\n");
+	th_sb_printf(&b, "k 640 650 7 8 1,1,1 1,1,1 1 0 7 2,4\n");
+	th_sb_printf(&b, "f 660 0x1000000 0 -\n");
+	th_sb_printf(&b, "k 670 680 7 9 1,1,1 1,1,1 1 0 8 1,3\n");
+	th_sb_printf(&b, "f 700 0xc00000 0 -\nf 710 0x800000 0 -\nf 720 0x100000 0 -\n");
+	th_sb_end(&b);
+	th_tmpfile(path, len, "compile-step2", b.s);
+	free(b.s);
+}
+
+Test(compile, copies_offsets_and_opaque_readers)
+{
+	char in[256], out[256], err[512];
+	struct compile_partition p;
+	write_step2(in, sizeof in);
+	th_tmpname(out, sizeof out, "compile-part2");
+	cr_assert_eq(compile_partition(in, out, &p, err, sizeof err), 0, "%s", err);
+	cr_expect_eq(p.saved, 5, "saved %" PRIu64, p.saved);   /* P N stats K I */
+	cr_expect_eq(p.recomputed, 1);                           /* K */
+	cr_expect_eq(p.clones, 1);
+	cr_expect_eq(p.offsets, 1);
+	cr_expect_eq(p.offsets_bytes_saved, 7 * MiB);
+	cr_expect_eq(p.keep_producer, 2);                        /* P (no writer), stats */
+	cr_expect_eq(p.keep_backward, 1);                        /* N: an opaque conv reads it */
+	/* K is never made: one 'a' fewer, ids after it move down; I is an eighth */
+	struct trace_reader *rd = trace_reader_open(out);
+	cr_assert(rd && trace_reader_status(rd) >= 0);
+	struct trace_rec r;
+	unsigned allocs = 0;
+	uint64_t i_bytes = 0;
+	int pool_bwd_link = -1;
+	while (trace_reader_next(rd, &r) == TRACE_OK) {
+		if (r.type == TREC_ALLOC) {
+			allocs++;
+			cr_expect_neq(r.u.mem.addr, 0x1000000, "the copy is not made");
+			if (r.u.mem.addr == 0x1800000)
+				i_bytes = r.u.mem.bytes;
+		}
+		if (r.type == TREC_KERNEL &&
+		    !strcmp(trace_reader_string(rd, r.u.kernel.name), "max_pool_backward_nchw")) {
+			cr_assert_eq(r.u.kernel.nlinks, 1);
+			pool_bwd_link = (int)r.u.kernel.links[0];
+		}
+	}
+	trace_reader_close(rd);
+	cr_expect_eq(allocs, 5);
+	cr_expect_eq(i_bytes, MiB);
+	cr_expect_eq(pool_bwd_link, 4, "I was id 5, now 4");
 	unlink(in);
 	unlink(out);
 }

@@ -50,6 +50,8 @@ static const struct {
 	{"*BatchNorm*", K_NORM}, {"*layer_norm*", K_NORM}, {"*LayerNorm*", K_NORM},
 	{"*distribution*", K_RANDOM}, {"*fused_dropout*", K_RANDOM}, {"*bernoulli*", K_RANDOM},
 	{"*CatArrayBatched*", K_CAT},
+	{"*DepthwiseConv2d*", K_DWCONV}, {"*conv_depthwise*", K_DWCONV},
+	{"*max_pool_forward*", K_POOL}, {"*max_pool_backward*", K_POOL},
 	{"*nchwToNhwc*", K_LAYOUT}, {"*nhwcToNchw*", K_LAYOUT},
 	{"*xmma*", K_LIBRARY}, {"*cutlass*", K_LIBRARY}, {"*cudnn*", K_LIBRARY},
 	{"*cublas*", K_LIBRARY}, {"*gemm*", K_LIBRARY}, {"*Gemm*", K_LIBRARY},
@@ -75,6 +77,14 @@ struct cp_alloc {
 	uint64_t last_bwd_use;       /* ... of its last backward reader */
 	uint32_t fwd;                /* forward range it was made in, or NONE */
 	uint32_t producer;           /* first kernel linking it after it was made */
+	uint32_t last_fwd_k;         /* the last forward kernel linking it */
+	uint8_t fwd_other;           /* a forward reader that is not a max pool */
+	uint8_t fwd_library;         /* a forward reader is a library kernel (its
+				      * backward, a weight gradient, reads it too) or
+				      * a max pool (its backward takes the input) */
+	uint8_t bwd_pool;            /* read in backward by a max-pool backward */
+	uint8_t shrink;              /* max-pool indices: kept as int8 offsets */
+	uint8_t drop;                /* never made (a copy eager autograd made) */
 	uint32_t bwd_users;          /* linked kernels in its backward (saturating) */
 	uint8_t bwd_library;         /* one of them is a library kernel */
 	uint8_t recompute;
@@ -104,6 +114,8 @@ struct cp {
 	size_t nfwd, cap_fwd, nbwd, cap_bwd;
 	uint64_t *opaque;            /* launch times of kernels without links */
 	size_t nopaque, cap_opaque;
+	struct cp_copy { uint64_t launch, bytes; } *dtod;  /* device-to-device copies */
+	size_t ndtod, cap_dtod;
 	uint8_t *sid_cls;            /* per string id: 1 + class, 0 not yet */
 	size_t nsid, cap_sid;
 	uint32_t *bwd_of;            /* per forward: its backward, or NONE */
@@ -190,6 +202,13 @@ static void note_use(struct cp *c, struct cp_alloc *a, uint32_t ki)
 		if (a->producer == NONE)
 			a->producer = ki;
 		a->last_fwd_use = k->launch;
+		a->last_fwd_k = ki;
+		if (k->cls != K_POOL)
+			a->fwd_other = 1;
+		/* a max pool's input is an argument of its backward too */
+		if (k->cls == K_LIBRARY || k->cls == K_LAYOUT || k->cls == K_DWCONV ||
+		    k->cls == K_POOL)
+			a->fwd_library = 1;
 		return;
 	}
 	uint32_t b = c->bwd_of[a->fwd];
@@ -198,8 +217,10 @@ static void note_use(struct cp *c, struct cp_alloc *a, uint32_t ki)
 	if (a->bwd_users < UINT32_MAX)
 		a->bwd_users++;
 	a->last_bwd_use = k->launch;
-	if (k->cls == K_LIBRARY || k->cls == K_LAYOUT)
+	if (k->cls == K_LIBRARY || k->cls == K_LAYOUT || k->cls == K_DWCONV)
 		a->bwd_library = 1;
+	if (k->cls == K_POOL)
+		a->bwd_pool = 1;
 }
 
 static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t errlen)
@@ -214,7 +235,7 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 		case TREC_ALLOC: {
 			struct cp_alloc a = {.addr = rec.u.mem.addr, .bytes = rec.u.mem.bytes,
 					     .t_alloc = rec.start, .t_free = UINT64_MAX,
-					     .producer = NONE};
+					     .producer = NONE, .last_fwd_k = NONE};
 			int dev = rec.u.mem.kind != TMEM_PAGEABLE && rec.u.mem.kind != TMEM_PINNED;
 			a.fwd = dev ? range_at(c->fwd, c->nfwd, rec.start) : NONE;
 			if ((rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, c->na) < 0) ||
@@ -233,6 +254,18 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 			    u64map_put(&corr, rec.u.api.corr, rec.start) < 0)
 				goto nomem;
 			break;
+		case TREC_MEMCPY: {
+			uint64_t t;
+			struct cp_copy cc = {rec.start, rec.u.copy.bytes};
+			if (rec.u.copy.kind != TCOPY_DTOD)
+				break;
+			if (rec.u.copy.corr && rec.u.copy.corr != U64MAP_EMPTY &&
+			    u64map_del(&corr, rec.u.copy.corr, &t) && t <= rec.start)
+				cc.launch = t;
+			if (PUSH(c->dtod, c->ndtod, c->cap_dtod, cc) < 0)
+				goto nomem;
+			break;
+		}
 		case TREC_KERNEL: {
 			const struct trace_kernel *tk = &rec.u.kernel;
 			struct cp_kernel k = {.launch = rec.start, .loff = c->nlinks,
@@ -316,10 +349,78 @@ static int available_in_backward(const struct cp *c, uint64_t id, uint32_t b)
 	return x->recompute || (x->t_alloc < c->bwd[b].start && x->t_free > c->bwd[b].start);
 }
 
+static int cmp_copy(const void *x, const void *y)
+{
+	const struct cp_copy *a = x, *b = y;
+	return a->launch < b->launch ? -1 : a->launch > b->launch;
+}
+
+/* Was allocation A written first by a device-to-device copy of its size,
+ * launched after it was made and before its forward ended? That is eager
+ * autograd's copy of an in-place activation's input (SiLU, Hardswish,
+ * ReLU6: their backward needs the input the update overwrites). */
+static int made_by_copy(const struct cp *c, const struct cp_alloc *a)
+{
+	size_t lo = 0, hi = c->ndtod;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->dtod[mid].launch < a->t_alloc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < c->ndtod && c->dtod[lo].launch <= c->fwd[a->fwd].end; lo++)
+		if (c->dtod[lo].bytes == a->bytes)
+			return 1;
+	return 0;
+}
+
+/* Read in backward only by generated kernels, and no opaque kernel launched
+ * between its last read and its free (it might be a convolution reading it
+ * without a link). */
+static int backward_generated(const struct cp *c, const struct cp_alloc *a)
+{
+	return a->bwd_users && !a->bwd_library && !opaque_between(c, a->last_bwd_use, a->t_free);
+}
+
+/* Could the producer K make A by recomputation: a pointwise kernel, or a
+ * norm's full-size output (not its statistics: Inductor recomputes no
+ * reduction whose output is a quarter of its inputs or less)? */
+static int recomputable_producer(const struct cp *c, const struct cp_kernel *k, uint64_t id)
+{
+	if (k->cls == K_POINTWISE)
+		return 1;
+	if (k->cls != K_NORM)
+		return 0;
+	uint64_t largest = 0;
+	for (uint32_t l = 0; l < k->nlinks; l++) {
+		uint64_t x = c->links[k->loff + l];
+		if (x != id && c->a[x].bytes > largest)
+			largest = c->a[x].bytes;
+	}
+	return 4 * c->a[id].bytes > largest;
+}
+
+/* Does an opaque library kernel (a cuDNN convolution takes its pointers in
+ * a struct: no links) read A in forward? When the last forward kernel that
+ * touched A wrote it (its producer, or an in-place update such as ReLU's)
+ * and the next kernel is an opaque library kernel, that kernel is A's
+ * consumer. */
+static int opaque_reader(const struct cp *c, const struct cp_alloc *a)
+{
+	uint32_t last = a->last_fwd_k;
+	if (last == NONE || last + 1 >= c->nk)
+		return 0;
+	const struct cp_kernel *k = &c->k[last], *next = &c->k[last + 1];
+	return (last == a->producer || k->nlinks == 1) && !next->nlinks && next->cls == K_LIBRARY;
+}
+
 static void decide(struct cp *c, struct compile_partition *p)
 {
 	if (c->nopaque)
 		qsort(c->opaque, c->nopaque, sizeof *c->opaque, cmp_u64);
+	if (c->ndtod)
+		qsort(c->dtod, c->ndtod, sizeof *c->dtod, cmp_copy);
 	memset(p, 0, sizeof *p);
 	for (size_t f = 0; f < c->nfwd; f++)
 		p->steps += c->bwd_of[f] != NONE;
@@ -332,11 +433,32 @@ static void decide(struct cp *c, struct compile_partition *p)
 			continue;        /* not saved for backward */
 		p->saved++;
 		p->saved_bytes += a->bytes;
-		if (a->producer == NONE || c->k[a->producer].cls != K_POINTWISE) {
-			p->keep_producer++;
+		if (a->producer == NONE) {
+			/* no linked writer: a copy eager made, or an opaque kernel's output */
+			if (made_by_copy(c, a) && backward_generated(c, a)) {
+				a->recompute = a->drop = 1;
+				p->recomputed++;
+				p->recomputed_bytes += a->bytes;
+				p->clones++;
+			} else {
+				p->keep_producer++;
+			}
 			continue;
 		}
 		const struct cp_kernel *k = &c->k[a->producer];
+		if (k->cls == K_POOL && !a->fwd_other && a->bwd_pool) {
+			/* max-pool indices: int64 in eager, int8 offsets compiled */
+			a->shrink = 1;
+			p->offsets++;
+			p->offsets_bytes_saved += a->bytes - (a->bytes + 7) / 8;
+			continue;
+		}
+		/* an opaque kernel launched between the allocation and its first
+		 * linked use may have written it: its producer is unknown */
+		if (!recomputable_producer(c, k, id) || opaque_between(c, a->t_alloc, k->launch - 1)) {
+			p->keep_producer++;
+			continue;
+		}
 		int inputs = 1;
 		for (uint32_t l = 0; l < k->nlinks && inputs; l++) {
 			uint64_t x = c->links[k->loff + l];
@@ -347,11 +469,9 @@ static void decide(struct cp *c, struct compile_partition *p)
 			p->keep_inputs++;
 			continue;
 		}
-		/* read in backward only by generated kernels, and no opaque kernel
-		 * launched between its last read and its free (it might be a
-		 * convolution reading it without a link) */
-		if (!a->bwd_users || a->bwd_library ||
-		    opaque_between(c, a->last_bwd_use, a->t_free)) {
+		/* a convolution or GEMM that reads it in forward reads it in backward
+		 * (the weight gradient), maybe without a link: it must exist there */
+		if (a->fwd_library || opaque_reader(c, a) || !backward_generated(c, a)) {
 			p->keep_backward++;
 			continue;
 		}
@@ -419,6 +539,7 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	struct trace_rec rec;
 	struct cp_free *ev = NULL;
 	struct trace_mem *made = NULL;   /* per recomputed allocation: its 'a' fields */
+	uint64_t *newid = NULL;          /* allocation id -> id without the dropped */
 	struct trace_label *labels = NULL;
 	uint64_t links[TRACE_MAX_LINKS], aidx = 0, kidx = 0;
 	size_t nev = 0, next = 0;
@@ -431,13 +552,17 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	u64map_init(&live);
 	ev = malloc((p->recomputed ? p->recomputed : 1) * sizeof *ev);
 	made = calloc(c->na ? c->na : 1, sizeof *made);
+	newid = malloc((c->na ? c->na : 1) * sizeof *newid);
 	const struct trace_header *h0 = trace_reader_header(rd);
 	labels = calloc(h0->nlabels + 1, sizeof *labels);
-	if (!ev || !made || !labels)
+	if (!ev || !made || !newid || !labels)
 		goto nomem;
-	for (uint64_t id = 0; id < c->na; id++)
-		if (c->a[id].recompute)
+	for (uint64_t id = 0, n = 0; id < c->na; id++) {
+		newid[id] = n;
+		n += !c->a[id].drop;
+		if (c->a[id].recompute && !c->a[id].drop)
 			ev[nev++] = (struct cp_free){c->a[id].last_fwd_use, id};
+	}
 	qsort(ev, nev, sizeof *ev, cmp_free);
 	struct trace_header h = *h0;
 	if (h0->nlabels)
@@ -463,8 +588,11 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 		}
 		switch (rec.type) {
 		case TREC_ALLOC:
+			keep = !c->a[aidx].drop;
 			if (c->a[aidx].recompute)
 				made[aidx] = rec.u.mem;
+			if (c->a[aidx].shrink)
+				rec.u.mem.bytes = (rec.u.mem.bytes + 7) / 8;
 			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, aidx) < 0)
 				goto nomem;
 			aidx++;
@@ -473,9 +601,14 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 			break;
 		case TREC_FREE: {
 			uint64_t id;
-			if (u64map_del(&live, rec.u.mem.addr, &id) && c->a[id].recompute)
-				keep = 0;        /* freed early already */
-			else if (out_sid(&o, rec.u.mem.source, &rec.u.mem.source) < 0)
+			int found = u64map_del(&live, rec.u.mem.addr, &id);
+			if (found && c->a[id].recompute) {
+				keep = 0;        /* freed early already, or never made */
+				break;
+			}
+			if (found && c->a[id].shrink && rec.u.mem.bytes)
+				rec.u.mem.bytes = (rec.u.mem.bytes + 7) / 8;
+			if (out_sid(&o, rec.u.mem.source, &rec.u.mem.source) < 0)
 				goto nomem;
 			break;
 		}
@@ -485,8 +618,8 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 			uint32_t n = 0;
 			for (uint32_t l = 0; l < rec.u.kernel.nlinks; l++) {
 				const struct cp_alloc *a = &c->a[rec.u.kernel.links[l]];
-				if (!a->recompute || k->launch <= a->last_fwd_use)
-					links[n++] = rec.u.kernel.links[l];
+				if (!a->drop && (!a->recompute || k->launch <= a->last_fwd_use))
+					links[n++] = newid[rec.u.kernel.links[l]];
 			}
 			rec.u.kernel.nlinks = n;
 			rec.u.kernel.links = n ? links : NULL;
@@ -541,6 +674,7 @@ out:
 	free(o.sid);
 	free(ev);
 	free(made);
+	free(newid);
 	free(labels);
 	return ret;
 }
@@ -553,6 +687,7 @@ static void cp_free_all(struct cp *c)
 	free(c->fwd);
 	free(c->bwd);
 	free(c->opaque);
+	free(c->dtod);
 	free(c->sid_cls);
 	free(c->bwd_of);
 }
@@ -662,9 +797,10 @@ static int step_times(const char *in, const char *compiled, const struct compile
 	int ret = -1;
 
 	memset(&res, 0, sizeof res);
-	if (compile_gpu_time(in, o->steady_from, 0, 0, &rep->gpu_before, err, errlen) < 0 ||
-	    compile_gpu_time(compiled, o->steady_from, rep->fusion.bandwidth, 1, &rep->gpu_after,
-			     err, errlen) < 0 ||
+	if (compile_gpu_time(in, o->steady_from, 0, 0, &rep->gpu_before, err, errlen) < 0)
+		return -1;
+	double bw = o->bandwidth > 0 ? o->bandwidth : rep->gpu_before.bw_p90;
+	if (compile_gpu_time(compiled, o->steady_from, bw, 1, &rep->gpu_after, err, errlen) < 0 ||
 	    cost_fit_trace(in, NULL, &cm, err, errlen) < 0)
 		return -1;
 	struct sim_options so = {.trace_path = in, .policy = o->policy, .conf = o->conf, .cost = &cm};

@@ -36,6 +36,10 @@ struct compile_partition {
 	uint64_t saved, saved_bytes; /* allocations made in a forward and freed in
 				      * (or after) its backward: what eager saved */
 	uint64_t recomputed, recomputed_bytes;  /* of those, recomputed instead */
+	uint64_t clones;             /* of the recomputed: copies eager autograd made
+				      * of an in-place activation's input */
+	uint64_t offsets, offsets_bytes_saved;  /* max-pool indices kept as int8
+				      * offsets: how many, and the bytes that saves */
 	/* why the others stay saved (counts) */
 	uint64_t keep_producer;      /* made by a convolution, GEMM, normalisation,
 				      * reduction, random or opaque kernel */
@@ -69,6 +73,9 @@ struct compile_gpu {
 	uint64_t launches;           /* kernels per step */
 	uint64_t layout_ns;          /* per step: layout transforms not run (model) */
 	uint64_t floor_ns;           /* the shortest element-wise kernel */
+	double bw_p90;               /* bytes/s the element-wise kernels reach: the
+				      * 90th percentile (what large memory-bound
+				      * kernels achieve on the captured GPU) */
 };
 
 struct compile_report {

@@ -20,10 +20,17 @@
  *    tensor they read is a convolution's input. Inductor keeps the
  *    activations of convolutional graphs channels-last (its layout
  *    optimisation), so the compiled program runs none of them.
+ *  - DWCONV: ATen's own depthwise convolution (NCHW, slow): a library
+ *    kernel for the partitioner (its backward reads its input), but the
+ *    compiled program runs cuDNN's channels-last one, memory-bound.
+ *  - POOL: max pooling, forward and backward. Inductor generates both and
+ *    keeps, instead of eager's int64 indices, int8 offsets into the window
+ *    (its low-memory max pool): a saved index tensor shrinks to an eighth.
  *  - POINTWISE: ATen's element-wise kernels: recomputable.
  * Anything else (reductions, softmax, loss, pooling) is OTHER.
  */
-enum kclass { K_OTHER = 0, K_LIBRARY, K_LAYOUT, K_NORM, K_RANDOM, K_CAT, K_POINTWISE };
+enum kclass { K_OTHER = 0, K_LIBRARY, K_LAYOUT, K_DWCONV, K_NORM, K_RANDOM, K_CAT, K_POOL,
+	      K_POINTWISE };
 /* The class of a kernel NAME (NULL: K_OTHER). */
 enum kclass compile_kernel_class(const char *name);
 

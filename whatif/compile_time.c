@@ -7,7 +7,9 @@
  * anything outside stay eager and keep their durations):
  *  - a layout transform (cuDNN NCHW <-> NHWC) is not run: Inductor keeps
  *    convolutional graphs channels-last;
- *  - a library kernel (convolution, GEMM) keeps its duration;
+ *  - a library kernel (convolution, GEMM) keeps its duration, but ATen's
+ *    NCHW depthwise convolution becomes cuDNN's channels-last one, timed as
+ *    a generated kernel (memory-bound);
  *  - any other kernel with links is code Inductor generates, memory-bound:
  *    the bytes it touches (its links) at the bandwidth, but never shorter
  *    than the shortest element-wise kernel of the capture (a launch's floor);
@@ -40,6 +42,12 @@ struct ct {
 
 #define PUSH(arr, n, cap, val) \
 	(VEC_RESERVE(arr, cap, (n) + 1, 64) < 0 ? -1 : ((arr)[(n)++] = (val), 0))
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
 
 static int inside(const struct ct_range *v, size_t n, uint64_t t)
 {
@@ -119,6 +127,8 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 	struct u64map corr;
 	struct trace_rec rec;
 	uint64_t gpu = 0, launches = 0, layout = 0, floor_ns = UINT64_MAX;
+	double *bw = NULL;           /* element-wise kernels' bytes per second */
+	size_t nbw = 0, cap_bw = 0;
 	int st, ret = -1;
 
 	memset(&c, 0, sizeof c);
@@ -156,6 +166,17 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 				goto nomem;
 			if (k == K_POINTWISE && dur && dur < floor_ns)
 				floor_ns = dur;
+			uint64_t kb = 0;
+			for (uint32_t l = 0; l < rec.u.kernel.nlinks; l++)
+				if (rec.u.kernel.links[l] < c.nbytes)
+					kb += c.bytes[rec.u.kernel.links[l]];
+			if (rec.u.kernel.nlinks == 1)
+				kb *= 2;         /* in place: read and written */
+			if (k == K_POINTWISE && dur && kb) {
+				if (VEC_RESERVE(bw, cap_bw, nbw + 1, 256) < 0)
+					goto nomem;
+				bw[nbw++] = (double)kb / (double)dur * 1e9;
+			}
 			if (!inside(c.steps, c.nsteps, launch))
 				break;
 			int compiled = model && inside(c.fb, c.nfb, launch);
@@ -164,12 +185,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 				break;
 			}
 			launches++;
-			uint64_t b = 0;
-			for (uint32_t l = 0; l < rec.u.kernel.nlinks; l++)
-				if (rec.u.kernel.links[l] < c.nbytes)
-					b += c.bytes[rec.u.kernel.links[l]];
-			if (rec.u.kernel.nlinks == 1)
-				b *= 2;          /* in place: read and written */
+			uint64_t b = kb;
 			int gen = compiled && k != K_LIBRARY && rec.u.kernel.nlinks;
 			if (VEC_RESERVE(ks, cap_ks, nks + 1, 256) < 0)
 				goto nomem;
@@ -189,12 +205,20 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 	}
 	if (floor_ns == UINT64_MAX)
 		floor_ns = 0;
+	if (nbw) {
+		qsort(bw, nbw, sizeof *bw, cmp_double);
+		g->bw_p90 = bw[(nbw - 1) / 2];
+	}
 	for (size_t i = 0; i < nks; i++) {
 		uint64_t d = ks[i].dur;
 		if (ks[i].gen && bandwidth > 0) {
-			d = (uint64_t)((double)ks[i].bytes / bandwidth * 1e9 + 0.5);
-			if (d < floor_ns)
-				d = floor_ns;
+			/* memory-bound, never below a launch's floor, never slower
+			 * than the eager kernel it replaces */
+			uint64_t m = (uint64_t)((double)ks[i].bytes / bandwidth * 1e9 + 0.5);
+			if (m < floor_ns)
+				m = floor_ns;
+			if (m < d)
+				d = m;
 		}
 		gpu += d;
 	}
@@ -215,5 +239,6 @@ out:
 	free(c.steps);
 	free(c.sid_cls);
 	free(ks);
+	free(bw);
 	return ret;
 }
