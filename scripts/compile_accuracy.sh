@@ -10,9 +10,8 @@
 #
 # Prints one Markdown table: per model and batch, the real change of peak
 # allocated (steady state, after warm-up) and the predicted one, their
-# difference in percentage points; the bytes forward saved for backward
-# (real: counted by compile_peak.py in each mode; predicted: what the eager
-# capture saved less what the partitioner recomputes); the real and
+# difference in percentage points; the GPU time of one step's kernels
+# (real: torch.profiler in each mode; predicted: the model's); the real and
 # predicted change of step time and the error of that change. Then the
 # summary the README quotes. Needs jq.
 set -eu
@@ -27,7 +26,7 @@ ls "$M"/*.json > /dev/null 2>&1 || die "$M: no measurements"
 
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
-printf '| model | batch | peak allocated eager -> compiled (real) | real change | predicted change | error | saved for backward, eager -> compiled (real) | predicted compiled | step eager -> compiled (real) | real change | predicted change | error |\n'
+printf '| model | batch | peak allocated eager -> compiled (real) | real change | predicted change | error | GPU per step eager -> compiled (real) | predicted | step eager -> compiled (real) | real change | predicted change | error |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for j in "$M"/*.json; do
 	model=$(jq -r .model "$j")
@@ -47,12 +46,11 @@ for j in "$M"/*.json; do
 			(med($e.step_s) * 1000) as $es | (med($c.step_s) * 1000) as $cs |
 			pct($cs; $es) as $rt |
 			(if $p.step_time_before_ns then pct($p.step_time_after_ns; $p.step_time_before_ns) else null end) as $pt |
-			($p.mechanisms.partitioner) as $pp | ($p.steps) as $n |
 			[$m, ($b | tostring),
 			 mib($ea) + " -> " + mib($ca), ($rc * 100 | round / 100 | tostring) + "%",
 			 ($pc * 100 | round / 100 | tostring) + "%", (($pc - $rc) | fabs * 100 | round / 100 | tostring) + " pp",
-			 (if $e.saved_bytes then mib($e.saved_bytes) + " -> " + mib($c.saved_bytes) else "-" end),
-			 mib(($pp.saved_bytes - $pp.recomputed_bytes) / $n),
+			 (if $e.profile and $c.profile then (($e.profile.gpu_us / 100 | round / 10 | tostring) + " -> " + ($c.profile.gpu_us / 100 | round / 10 | tostring) + " ms") else "-" end),
+			 (if $p.gpu_time_per_step_before_ns then (($p.gpu_time_per_step_before_ns / 1e5 | round / 10 | tostring) + " -> " + ($p.gpu_time_per_step_after_ns / 1e5 | round / 10 | tostring) + " ms") else "-" end),
 			 (($es * 10 | round / 10 | tostring) + " -> " + ($cs * 10 | round / 10 | tostring) + " ms"),
 			 ($rt * 10 | round / 10 | tostring) + "%",
 			 (if $pt == null then "-" else ($pt * 10 | round / 10 | tostring) + "%" end),
