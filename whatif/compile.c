@@ -23,6 +23,7 @@
 #include "../device/cost.h"
 #include "../sim/engine.h"
 #include "../traces/trace.h"
+#include "../traces/trace_strmap.h"
 #include "batch_fit.h"
 #include "compile_int.h"
 
@@ -97,7 +98,6 @@ struct cp_kernel {
 	uint8_t cls;
 };
 
-struct cp_range { uint64_t start, end; };
 
 /* Append VAL to the array ARR of N elements and capacity CAP: 0 or -1. */
 #define PUSH(arr, n, cap, val) \
@@ -110,19 +110,18 @@ struct cp {
 	size_t nk, cap_k;
 	uint64_t *links;
 	size_t nlinks, cap_links;
-	struct cp_range *fwd, *bwd;
+	struct compile_range *fwd, *bwd;
 	size_t nfwd, cap_fwd, nbwd, cap_bwd;
 	uint64_t *opaque;            /* launch times of kernels without links */
 	size_t nopaque, cap_opaque;
 	struct cp_copy { uint64_t launch, bytes; } *dtod;  /* device-to-device copies */
 	size_t ndtod, cap_dtod;
-	uint8_t *sid_cls;            /* per string id: 1 + class, 0 not yet */
-	size_t nsid, cap_sid;
+	struct compile_kclass_cache cls;
 	uint32_t *bwd_of;            /* per forward: its backward, or NONE */
 };
 
 /* Index of the range of V (sorted, disjoint) containing T, or NONE. */
-static uint32_t range_at(const struct cp_range *v, size_t n, uint64_t t)
+uint32_t compile_range_at(const struct compile_range *v, size_t n, uint64_t t)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -135,19 +134,25 @@ static uint32_t range_at(const struct cp_range *v, size_t n, uint64_t t)
 	return lo && t <= v[lo - 1].end ? (uint32_t)(lo - 1) : NONE;
 }
 
-static int sid_class(struct cp *c, const struct trace_reader *rd, uint32_t sid, uint8_t *cls)
+int compile_kclass_cached(struct compile_kclass_cache *c, const struct trace_reader *rd,
+			  uint32_t sid, enum kclass *out)
 {
-	if (sid == TRACE_NO_STRING) {
-		*cls = K_OTHER;
+	*out = K_OTHER;
+	if (sid == TRACE_NO_STRING)
 		return 0;
-	}
-	while (c->nsid <= sid)
-		if (PUSH(c->sid_cls, c->nsid, c->cap_sid, 0) < 0)
+	while (c->n <= sid)
+		if (PUSH(c->cls, c->n, c->cap, 0) < 0)
 			return -1;
-	if (!c->sid_cls[sid])
-		c->sid_cls[sid] = (uint8_t)(1 + compile_kernel_class(trace_reader_string(rd, sid)));
-	*cls = (uint8_t)(c->sid_cls[sid] - 1);
+	if (!c->cls[sid])
+		c->cls[sid] = (uint8_t)(1 + compile_kernel_class(trace_reader_string(rd, sid)));
+	*out = (enum kclass)(c->cls[sid] - 1);
 	return 0;
+}
+
+void compile_kclass_cache_free(struct compile_kclass_cache *c)
+{
+	free(c->cls);
+	memset(c, 0, sizeof *c);
 }
 
 /* Pass 1: ranges first (a kernel's phase needs them), then the rest. */
@@ -159,7 +164,7 @@ static int read_ranges(struct cp *c, struct trace_reader *rd, char *err, size_t 
 		if (rec.type != TREC_RANGE)
 			continue;
 		const char *nm = trace_reader_string(rd, rec.u.range.name);
-		struct cp_range r = {rec.start, rec.end};
+		struct compile_range r = {rec.start, rec.end};
 		if (nm && !strcmp(nm, "forward") && PUSH(c->fwd, c->nfwd, c->cap_fwd, r) < 0)
 			goto nomem;
 		if (nm && !strcmp(nm, "backward") && PUSH(c->bwd, c->nbwd, c->cap_bwd, r) < 0)
@@ -197,7 +202,7 @@ static void note_use(struct cp *c, struct cp_alloc *a, uint32_t ki)
 	const struct cp_kernel *k = &c->k[ki];
 	if (a->fwd == NONE || k->launch < a->t_alloc)
 		return;
-	const struct cp_range *f = &c->fwd[a->fwd];
+	const struct compile_range *f = &c->fwd[a->fwd];
 	if (k->launch <= f->end) {
 		if (a->producer == NONE)
 			a->producer = ki;
@@ -237,7 +242,7 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 					     .t_alloc = rec.start, .t_free = UINT64_MAX,
 					     .producer = NONE, .last_fwd_k = NONE};
 			int dev = rec.u.mem.kind != TMEM_PAGEABLE && rec.u.mem.kind != TMEM_PINNED;
-			a.fwd = dev ? range_at(c->fwd, c->nfwd, rec.start) : NONE;
+			a.fwd = dev ? compile_range_at(c->fwd, c->nfwd, rec.start) : NONE;
 			if ((rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, c->na) < 0) ||
 			    PUSH(c->a, c->na, c->cap_a, a) < 0)
 				goto nomem;
@@ -279,7 +284,11 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 					 trace_reader_path(rd), rec.line);
 				goto out;
 			}
-			if (sid_class(c, rd, tk->name, &k.cls) < 0 || PUSH(c->k, c->nk, c->cap_k, k) < 0)
+			enum kclass kc;
+			if (compile_kclass_cached(&c->cls, rd, tk->name, &kc) < 0)
+				goto nomem;
+			k.cls = (uint8_t)kc;
+			if (PUSH(c->k, c->nk, c->cap_k, k) < 0)
 				goto nomem;
 			uint32_t ki = (uint32_t)(c->nk - 1);
 			if (!tk->nlinks && PUSH(c->opaque, c->nopaque, c->cap_opaque, k.launch) < 0)
@@ -493,30 +502,8 @@ static int cmp_free(const void *x, const void *y)
 
 struct cp_out {
 	struct trace_writer *w;
-	const struct trace_reader *rd;
-	uint32_t *sid;               /* reader sid -> writer sid + 1 (0: not yet) */
-	size_t nsid, cap_sid;
+	struct trace_strmap sm;      /* the reader's strings as the writer's */
 };
-
-static int out_sid(struct cp_out *o, uint32_t sid, uint32_t *res)
-{
-	if (sid == TRACE_NO_STRING) {
-		*res = sid;
-		return 0;
-	}
-	while (o->nsid <= sid)
-		if (PUSH(o->sid, o->nsid, o->cap_sid, 0) < 0)
-			return -1;
-	if (!o->sid[sid]) {
-		const char *s = trace_reader_string(o->rd, sid);
-		uint32_t w = trace_writer_intern(o->w, s ? s : "");
-		if (w == TRACE_NO_STRING)
-			return -1;
-		o->sid[sid] = w + 1;
-	}
-	*res = o->sid[sid] - 1;
-	return 0;
-}
 
 /* The early free of allocation ID (its 'a' record's fields, as a free). */
 static int write_free(struct cp_out *o, const struct cp *c, const struct cp_free *e,
@@ -529,7 +516,7 @@ static int write_free(struct cp_out *o, const struct cp *c, const struct cp_free
 	r.u.mem = made[e->id];
 	r.u.mem.id = 0;
 	r.u.mem.bytes = c->a[e->id].bytes;
-	return trace_writer_record(o->w, &r);
+	return trace_strmap_rec(&o->sm, &r) < 0 ? -1 : trace_writer_record(o->w, &r);
 }
 
 static int write_partitioned(const struct cp *c, struct trace_reader *rd, const char *out,
@@ -548,7 +535,6 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	struct u64map live;
 
 	memset(&o, 0, sizeof o);
-	o.rd = rd;
 	u64map_init(&live);
 	ev = malloc((p->recomputed ? p->recomputed : 1) * sizeof *ev);
 	made = calloc(c->na ? c->na : 1, sizeof *made);
@@ -574,6 +560,7 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	o.w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
 	if (!o.w)
 		goto out;
+	trace_strmap_init(&o.sm, rd, o.w);
 	if (trace_writer_header(o.w, &h) < 0) {
 		snprintf(err, errlen, "%s: writing the header failed", out);
 		goto out;
@@ -596,8 +583,6 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, aidx) < 0)
 				goto nomem;
 			aidx++;
-			if (out_sid(&o, rec.u.mem.source, &rec.u.mem.source) < 0)
-				goto nomem;
 			break;
 		case TREC_FREE: {
 			uint64_t id;
@@ -608,8 +593,6 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 			}
 			if (found && c->a[id].shrink && rec.u.mem.bytes)
 				rec.u.mem.bytes = (rec.u.mem.bytes + 7) / 8;
-			if (out_sid(&o, rec.u.mem.source, &rec.u.mem.source) < 0)
-				goto nomem;
 			break;
 		}
 		case TREC_KERNEL: {
@@ -623,18 +606,8 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 			}
 			rec.u.kernel.nlinks = n;
 			rec.u.kernel.links = n ? links : NULL;
-			if (out_sid(&o, rec.u.kernel.name, &rec.u.kernel.name) < 0)
-				goto nomem;
 			break;
 		}
-		case TREC_RANGE:
-			if (out_sid(&o, rec.u.range.name, &rec.u.range.name) < 0)
-				goto nomem;
-			break;
-		case TREC_API:
-			if (out_sid(&o, rec.u.api.name, &rec.u.api.name) < 0)
-				goto nomem;
-			break;
 		case TREC_SEGMENT:
 			keep = 0;        /* the eager run's allocator decisions */
 			break;
@@ -644,6 +617,8 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 		default:
 			break;
 		}
+		if (keep && trace_strmap_rec(&o.sm, &rec) < 0)
+			goto nomem;
 		if (keep && trace_writer_record(o.w, &rec) < 0)
 			goto werr;
 	}
@@ -671,7 +646,7 @@ out:
 	if (o.w)
 		trace_writer_abort(o.w);
 	u64map_free(&live);
-	free(o.sid);
+	trace_strmap_free(&o.sm);
 	free(ev);
 	free(made);
 	free(newid);
@@ -688,7 +663,7 @@ static void cp_free_all(struct cp *c)
 	free(c->bwd);
 	free(c->opaque);
 	free(c->dtod);
-	free(c->sid_cls);
+	compile_kclass_cache_free(&c->cls);
 	free(c->bwd_of);
 }
 

@@ -5,6 +5,9 @@
 #ifndef WHATIF_COMPILE_INT_H
 #define WHATIF_COMPILE_INT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /*
  * Kernel classes, by name (mangled, as CUPTI reports it); the first
  * matching row wins, so the specific rows come first.
@@ -33,5 +36,23 @@ enum kclass { K_OTHER = 0, K_LIBRARY, K_LAYOUT, K_DWCONV, K_NORM, K_RANDOM, K_CA
 	      K_POINTWISE };
 /* The class of a kernel NAME (NULL: K_OTHER). */
 enum kclass compile_kernel_class(const char *name);
+
+struct trace_reader;
+
+/* compile_kernel_class of a reader's string ids, each looked up once. */
+struct compile_kclass_cache {
+	uint8_t *cls;                /* per string id: 1 + class, 0 not yet */
+	size_t n, cap;
+};
+/* *OUT = the class of RD's string SID. 0, or -1 out of memory. */
+int compile_kclass_cached(struct compile_kclass_cache *c, const struct trace_reader *rd,
+			  uint32_t sid, enum kclass *out);
+void compile_kclass_cache_free(struct compile_kclass_cache *c);
+
+/* An NVTX range in time. */
+struct compile_range { uint64_t start, end; };
+/* Index of the range of V (sorted by start, disjoint) containing T, or
+ * UINT32_MAX. */
+uint32_t compile_range_at(const struct compile_range *v, size_t n, uint64_t t);
 
 #endif /* WHATIF_COMPILE_INT_H */

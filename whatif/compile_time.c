@@ -27,17 +27,15 @@
 #include "compile.h"
 #include "compile_int.h"
 
-struct ct_range { uint64_t start, end; };
 
 struct ct {
 	uint64_t *bytes;             /* per allocation id */
 	size_t nbytes, cap_bytes;
-	struct ct_range *fb;         /* forward and backward ranges */
+	struct compile_range *fb;         /* forward and backward ranges */
 	size_t nfb, cap_fb;
-	struct ct_range *steps;      /* "step N" ranges from the steady one on */
+	struct compile_range *steps;      /* "step N" ranges from the steady one on */
 	size_t nsteps, cap_steps;
-	uint8_t *sid_cls;            /* per string id: 1 + class, 0 not yet */
-	size_t nsid, cap_sid;
+	struct compile_kclass_cache cls;
 };
 
 #define PUSH(arr, n, cap, val) \
@@ -49,31 +47,9 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static int inside(const struct ct_range *v, size_t n, uint64_t t)
+static int inside(const struct compile_range *v, size_t n, uint64_t t)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && t <= v[lo - 1].end;
-}
-
-static int kclass_of(struct ct *c, const struct trace_reader *rd, uint32_t sid, enum kclass *k)
-{
-	*k = K_OTHER;
-	if (sid == TRACE_NO_STRING)
-		return 0;
-	while (c->nsid <= sid)
-		if (PUSH(c->sid_cls, c->nsid, c->cap_sid, 0) < 0)
-			return -1;
-	if (!c->sid_cls[sid])
-		c->sid_cls[sid] = (uint8_t)(1 + compile_kernel_class(trace_reader_string(rd, sid)));
-	*k = (enum kclass)(c->sid_cls[sid] - 1);
-	return 0;
+	return compile_range_at(v, n, t) != UINT32_MAX;
 }
 
 /* First pass: forward/backward ranges and the steady steps. */
@@ -86,7 +62,7 @@ static int ct_ranges(struct ct *c, struct trace_reader *rd, const char *steady, 
 		if (rec.type != TREC_RANGE)
 			continue;
 		const char *nm = trace_reader_string(rd, rec.u.range.name);
-		struct ct_range r = {rec.start, rec.end};
+		struct compile_range r = {rec.start, rec.end};
 		if (!nm)
 			continue;
 		if ((!strcmp(nm, "forward") || !strcmp(nm, "backward")) &&
@@ -162,7 +138,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 			enum kclass k;
 			if (rec.u.kernel.corr && u64map_del(&corr, rec.u.kernel.corr, &t) && t <= rec.start)
 				launch = t;
-			if (kclass_of(&c, rd, rec.u.kernel.name, &k) < 0)
+			if (compile_kclass_cached(&c.cls, rd, rec.u.kernel.name, &k) < 0)
 				goto nomem;
 			if (k == K_POINTWISE && dur && dur < floor_ns)
 				floor_ns = dur;
@@ -237,7 +213,7 @@ out:
 	free(c.bytes);
 	free(c.fb);
 	free(c.steps);
-	free(c.sid_cls);
+	compile_kclass_cache_free(&c.cls);
 	free(ks);
 	free(bw);
 	return ret;

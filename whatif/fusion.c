@@ -30,6 +30,7 @@
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "../traces/trace.h"
+#include "../traces/trace_strmap.h"
 
 #define NONE UINT32_MAX
 #define FUSED_NAME_MAX 4096
@@ -829,30 +830,10 @@ static void plan(struct fz *z, uint64_t mask, struct fusion_stats *s, struct fus
 
 struct fz_out {
 	struct trace_writer *w;
-	uint32_t *sid;               /* reader sid -> writer sid + 1 (0: not yet) */
-	size_t cap_sid;
+	struct trace_strmap sm;      /* the reader's strings as the writer's */
 	uint64_t *newid;             /* old allocation id -> new */
 	uint64_t links[TRACE_MAX_LINKS]; /* the written kernel's links, renumbered */
 };
-
-static int map_sid(struct fz_out *o, const struct trace_reader *rd, uint32_t sid, uint32_t *out)
-{
-	if (sid == TRACE_NO_STRING) {
-		*out = sid;
-		return 0;
-	}
-	if (grow((void **)&o->sid, &o->cap_sid, (size_t)sid + 1, sizeof *o->sid) < 0)
-		return -1;
-	if (!o->sid[sid]) {
-		const char *s = trace_reader_string(rd, sid);
-		uint32_t id = trace_writer_intern(o->w, s ? s : "");
-		if (id == TRACE_NO_STRING)
-			return -1;
-		o->sid[sid] = id + 1;
-	}
-	*out = o->sid[sid] - 1;
-	return 0;
-}
 
 /* "fused[RULE]: A + B + C", cut to a sane length. */
 static void fused_name(const struct fz *z, const struct trace_reader *rd, uint32_t h,
@@ -908,6 +889,7 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 	o.w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
 	if (!o.w)
 		goto out;
+	trace_strmap_init(&o.sm, rd, o.w);
 	if (trace_writer_header(o.w, &h) < 0) {
 		snprintf(err, errlen, "%s: writing the header failed", out);
 		goto out;
@@ -923,14 +905,14 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, aidx) < 0)
 				goto nomem;
 			keep = !z->elim[aidx++];
-			if (keep && map_sid(&o, rd, rec.u.mem.source, &rec.u.mem.source) < 0)
+			if (keep && trace_strmap_rec(&o.sm, &rec) < 0)
 				goto nomem;
 			break;
 		case TREC_FREE: {
 			uint64_t id;
 			if (u64map_del(&live, rec.u.mem.addr, &id))
 				keep = !z->elim[id];
-			if (keep && map_sid(&o, rd, rec.u.mem.source, &rec.u.mem.source) < 0)
+			if (keep && trace_strmap_rec(&o.sm, &rec) < 0)
 				goto nomem;
 			break;
 		}
@@ -974,17 +956,14 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 				for (uint32_t l = 0; l < k->nlinks; l++)
 					o.links[l] = o.newid[k->links[l]];
 				k->links = o.links;
-				if (map_sid(&o, rd, k->name, &k->name) < 0)
+				if (trace_strmap_id(&o.sm, k->name, &k->name) < 0)
 					goto nomem;
 			}
 			break;
 		}
 		case TREC_RANGE:
-			if (map_sid(&o, rd, rec.u.range.name, &rec.u.range.name) < 0)
-				goto nomem;
-			break;
 		case TREC_API:
-			if (map_sid(&o, rd, rec.u.api.name, &rec.u.api.name) < 0)
+			if (trace_strmap_rec(&o.sm, &rec) < 0)
 				goto nomem;
 			break;
 		case TREC_SEGMENT:
@@ -1019,7 +998,7 @@ out:
 	if (o.w)
 		trace_writer_abort(o.w);
 	u64map_free(&live);
-	free(o.sid);
+	trace_strmap_free(&o.sm);
 	free(o.newid);
 	free(labels);
 	free(name);

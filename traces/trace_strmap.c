@@ -1,0 +1,61 @@
+/* trace_strmap.c: see trace_strmap.h. */
+#include "trace_strmap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/vec.h"
+
+void trace_strmap_init(struct trace_strmap *m, const struct trace_reader *rd,
+		       struct trace_writer *w)
+{
+	memset(m, 0, sizeof *m);
+	m->rd = rd;
+	m->w = w;
+}
+
+void trace_strmap_free(struct trace_strmap *m)
+{
+	free(m->id);
+	memset(m, 0, sizeof *m);
+}
+
+int trace_strmap_id(struct trace_strmap *m, uint32_t sid, uint32_t *out)
+{
+	if (sid == TRACE_NO_STRING) {
+		*out = sid;
+		return 0;
+	}
+	if (sid >= m->cap) {
+		size_t old = m->cap;
+		if (VEC_RESERVE(m->id, m->cap, (size_t)sid + 1, 256) < 0)
+			return -1;
+		memset(m->id + old, 0, (m->cap - old) * sizeof *m->id);
+	}
+	if (!m->id[sid]) {
+		const char *s = trace_reader_string(m->rd, sid);
+		uint32_t w = trace_writer_intern(m->w, s ? s : "");
+		if (w == TRACE_NO_STRING)
+			return -1;
+		m->id[sid] = w + 1;
+	}
+	*out = m->id[sid] - 1;
+	return 0;
+}
+
+int trace_strmap_rec(struct trace_strmap *m, struct trace_rec *rec)
+{
+	switch (rec->type) {
+	case TREC_ALLOC:
+	case TREC_FREE:
+		return trace_strmap_id(m, rec->u.mem.source, &rec->u.mem.source);
+	case TREC_KERNEL:
+		return trace_strmap_id(m, rec->u.kernel.name, &rec->u.kernel.name);
+	case TREC_RANGE:
+		return trace_strmap_id(m, rec->u.range.name, &rec->u.range.name);
+	case TREC_API:
+		return trace_strmap_id(m, rec->u.api.name, &rec->u.api.name);
+	default:
+		return 0;
+	}
+}
