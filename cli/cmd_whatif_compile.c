@@ -96,7 +96,14 @@ static void print_json(const char *trace, const char *out, const char *policy,
 	json_kv_u64(&j, "peak_reserved_after", r->after.reserved);
 	json_kv_u64(&j, "kernel_time_before_ns", fs->ktime_before);
 	json_kv_u64(&j, "kernel_time_after_ns", fs->ktime_after);
-	if (timing) {
+	if (timing && !r->timed) {
+		json_key(&j, "step_time_before_ns");
+		json_null(&j);
+		json_key(&j, "step_time_after_ns");
+		json_null(&j);
+		json_kv_string(&j, "step_time_not_predicted", r->untimed);
+	}
+	if (timing && r->timed) {
 		json_kv_u64(&j, "step_time_before_ns", r->step_before_ns);
 		json_kv_u64(&j, "step_time_after_ns", r->step_after_ns);
 		json_kv_double(&j, "step_time_change_pct", pct(r->step_after_ns, r->step_before_ns));
@@ -106,7 +113,7 @@ static void print_json(const char *trace, const char *out, const char *policy,
 		json_kv_u64(&j, "kernels_per_step_after", r->gpu_after.launches);
 		json_kv_u64(&j, "layout_transform_ns_per_step", r->gpu_after.layout_ns);
 		json_kv_u64(&j, "generated_kernel_floor_ns", r->gpu_after.floor_ns);
-		json_kv_double(&j, "generated_kernel_bandwidth_bytes_per_s", r->gpu_before.bw_p90);
+		json_kv_double(&j, "generated_kernel_bandwidth_bytes_per_s", r->gpu_before.bw_median);
 	}
 	json_peaks(&j, "eager", &r->before);
 	json_peaks(&j, "partitioned", &r->partitioned);
@@ -176,11 +183,13 @@ static void print_text(const char *trace, const char *out, const char *policy,
 					     (double)r->before.allocated : 0.0);
 	printf("peak reserved  %s -> %s (%+.2f%%)\n", size_fmt(r->before.reserved, b1, sizeof b1),
 	       size_fmt(r->after.reserved, b3, sizeof b3), pct(r->after.reserved, r->before.reserved));
-	if (timing) {
+	if (timing && !r->timed)
+		printf("step time      not predicted: %s\n", r->untimed);
+	if (timing && r->timed) {
 		printf("GPU per step   %.2f ms -> %.2f ms (%" PRIu64 " -> %" PRIu64 " kernels; layout "
 		       "transforms %.2f ms not run; generated kernels at %.0f GB/s, at least %.1f us)\n",
 		       r->gpu_before.gpu_ns / 1e6, r->gpu_after.gpu_ns / 1e6, r->gpu_before.launches,
-		       r->gpu_after.launches, r->gpu_after.layout_ns / 1e6, r->gpu_before.bw_p90 / 1e9,
+		       r->gpu_after.launches, r->gpu_after.layout_ns / 1e6, r->gpu_before.bw_median / 1e9,
 		       r->gpu_after.floor_ns / 1e3);
 		printf("step time      %.2f ms -> %.2f ms (%+.1f%%; eager from the timeline model, caching on)\n",
 		       r->step_before_ns / 1e6, r->step_after_ns / 1e6,

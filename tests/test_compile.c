@@ -320,3 +320,27 @@ Test(compile, builtin_rules_are_the_inductor_like_file)
 	fusion_rules_free(&a);
 	fusion_rules_free(&b);
 }
+
+/* Without "step N" ranges the memory answer stands and the step time says
+ * why it is not predicted. */
+Test(compile, no_steps_memory_only)
+{
+	char in[256], cut[256], js[256], er[256], args[1024];
+	write_step(in, sizeof in, 1, 1);
+	th_tmpname(cut, sizeof cut, "compile-nosteps");
+	cr_assert_eq(th_sh("awk '$0 == \"r 100 1000 0 0\" { next } $1 == \"end\" { $2 = $2 - 1 } { print }' "
+			   "'%s' > '%s'", in, cut), 0);
+	th_tmpname(js, sizeof js, "compile-json");
+	th_tmpname(er, sizeof er, "compile-err");
+	snprintf(args, sizeof args, "whatif compile '%s' --json --steady-from ''", cut);
+	cr_assert_eq(th_run(NULL, js, er, args), 0, "%s", th_slurp(er));
+	char *j = th_slurp(js);
+	cr_expect_not_null(strstr(j, "\"step_time_before_ns\":null"), "%s", j);
+	cr_expect_not_null(strstr(j, "no NVTX \\\"step N\\\" ranges"), "%s", j);
+	cr_expect_not_null(strstr(j, "\"recomputed_tensors\":1"), "%s", j);
+	free(j);
+	unlink(in);
+	unlink(cut);
+	unlink(js);
+	unlink(er);
+}

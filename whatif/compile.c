@@ -772,9 +772,14 @@ static int step_times(const char *in, const char *compiled, const struct compile
 	int ret = -1;
 
 	memset(&res, 0, sizeof res);
-	if (compile_gpu_time(in, o->steady_from, 0, 0, &rep->gpu_before, err, errlen) < 0)
+	int st = compile_gpu_time(in, o->steady_from, 0, 0, &rep->gpu_before, err, errlen);
+	if (st == COMPILE_NO_STEPS) {   /* memory only: say why */
+		snprintf(rep->untimed, sizeof rep->untimed, "%s", err);
+		return 0;
+	}
+	if (st < 0)
 		return -1;
-	double bw = o->bandwidth > 0 ? o->bandwidth : rep->gpu_before.bw_p90;
+	double bw = o->bandwidth > 0 ? o->bandwidth : rep->gpu_before.bw_median;
 	if (compile_gpu_time(compiled, o->steady_from, bw, 1, &rep->gpu_after, err, errlen) < 0 ||
 	    cost_fit_trace(in, NULL, &cm, err, errlen) < 0)
 		return -1;
@@ -787,6 +792,7 @@ static int step_times(const char *in, const char *compiled, const struct compile
 	if (after < (int64_t)rep->gpu_after.gpu_ns)
 		after = (int64_t)rep->gpu_after.gpu_ns;
 	rep->step_after_ns = (uint64_t)after;
+	rep->timed = 1;
 	ret = 0;
 out:
 	sim_result_free(&res);

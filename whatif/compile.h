@@ -60,8 +60,8 @@ struct compile_options {
 				      * this name on (e.g. "step 1"): the steady
 				      * state, without the first step's autotuning;
 				      * NULL = the whole trace */
-	int timing;                  /* also predict the step time (needs host API
-				      * records and "step N" ranges) */
+	int timing;                  /* also predict the step time when the trace has
+				      * "step N" ranges (without them: timed = 0) */
 };
 
 /* Peaks of one replay (the policy's, in the steady state). */
@@ -73,9 +73,8 @@ struct compile_gpu {
 	uint64_t launches;           /* kernels per step */
 	uint64_t layout_ns;          /* per step: layout transforms not run (model) */
 	uint64_t floor_ns;           /* the shortest element-wise kernel */
-	double bw_p90;               /* bytes/s the element-wise kernels reach: the
-				      * 90th percentile (what large memory-bound
-				      * kernels achieve on the captured GPU) */
+	double bw_median;            /* bytes/s the capture's element-wise kernels
+				      * reach, the median (as fuse measures it) */
 };
 
 struct compile_report {
@@ -88,6 +87,8 @@ struct compile_report {
 	struct compile_gpu gpu_before, gpu_after;
 	uint64_t step_before_ns;     /* the eager step, timeline model (caching on) */
 	uint64_t step_after_ns;      /* the compiled step */
+	int timed;                   /* the step times above were predicted */
+	char untimed[256];           /* else why not (timing asked) */
 };
 
 /* The Inductor-like fusion rules `whatif compile` uses by default (the same
@@ -115,7 +116,9 @@ void compile_report_free(struct compile_report *rep);
 /* GPU time per step of PATH from the first range STEADY on (NULL: every
  * step). MODEL 0: as recorded; 1: the compiled program's kernels (layout
  * transforms dropped, generated kernels memory-bound at BANDWIDTH bytes/s;
- * see compile_time.c). 0, or -1 with ERR. */
+ * see compile_time.c). 0, -1 with ERR, or COMPILE_NO_STEPS with ERR when
+ * PATH has no "step N" range from STEADY on. */
+#define COMPILE_NO_STEPS (-2)
 int compile_gpu_time(const char *path, const char *steady, double bandwidth, int model,
 		     struct compile_gpu *g, char *err, size_t errlen);
 

@@ -81,7 +81,7 @@ static int ct_ranges(struct ct *c, struct trace_reader *rd, const char *steady, 
 		snprintf(err, errlen, "%s: no NVTX \"step N\" ranges%s%s%s: step times need them",
 			 trace_reader_path(rd), steady ? " from '" : "", steady ? steady : "",
 			 steady ? "' on" : "");
-		return -1;
+		return COMPILE_NO_STEPS;
 	}
 	if (trace_reader_rewind(rd) < 0) {
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
@@ -118,8 +118,9 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	if (ct_ranges(&c, rd, steady, err, errlen) < 0)
+	if ((ret = ct_ranges(&c, rd, steady, err, errlen)) < 0)
 		goto out;
+	ret = -1;
 	/* the floor is the shortest element-wise kernel of the whole trace, so
 	 * the steps' kernels are timed once it is read */
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
@@ -183,7 +184,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 		floor_ns = 0;
 	if (nbw) {
 		qsort(bw, nbw, sizeof *bw, cmp_double);
-		g->bw_p90 = bw[(nbw - 1) / 2];
+		g->bw_median = bw[(nbw - 1) / 2];
 	}
 	for (size_t i = 0; i < nks; i++) {
 		uint64_t d = ks[i].dur;
