@@ -69,7 +69,9 @@ static void usage(FILE *f)
 		  "range NAME (default \"step 1\") starts are dropped with their frees, what is\n"
 		  "live across it is kept. Replaying OUT gives the steady-state peaks, without\n"
 		  "the first step's autotuning (cuDNN algorithm search, benchmark mode).\n\n",
-		  steady_opts, NULL);
+		  steady_opts,
+		  "\nwhatif compile TRACE [-o OUT] [--json]: what torch.compile would do to a\n"
+		  "training step, from an eager capture (gpumemsim whatif compile --help).\n");
 }
 
 /* whatif steady TRACE -o OUT [--from-range NAME]. */
@@ -475,6 +477,9 @@ int cmd_whatif(int argc, char **argv)
 	struct bf_model *m = NULL;
 	char err[1536];
 
+	/* compile answers its own --help; batch and steady share this one */
+	if (argc >= 2 && !strcmp(argv[1], "compile"))
+		return cmd_whatif_compile(argc, argv);
 	for (int i = 1; i < argc; i++)
 		if (cli_is_help(argv[i])) {
 			usage(stdout);
@@ -482,8 +487,6 @@ int cmd_whatif(int argc, char **argv)
 		}
 	if (argc >= 2 && !strcmp(argv[1], "steady"))
 		return cmd_steady(argc, argv);
-	if (argc >= 2 && !strcmp(argv[1], "compile"))
-		return cmd_whatif_compile(argc, argv);
 	if (argc < 2 || strcmp(argv[1], "batch")) {
 		fprintf(stderr, "gpumemsim whatif: expected 'batch' or 'steady'\n");
 		usage(stderr);

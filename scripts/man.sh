@@ -18,6 +18,10 @@ for c in $("$bin" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ {
 	"$bin" "$c" --help | esc
 	printf '.fi\n'
 done
+# subcommands with a --help of their own
+printf '.SS whatif compile\n.nf\n'
+"$bin" whatif compile --help | esc
+printf '.fi\n'
 printf '.SH EXIT STATUS\n0 success (a simulated out-of-memory is a result), 1 failure with a message\n'
 printf 'naming the file and line or the knob, 2 usage error, 130 an interrupted sweep.\n'
 printf '.SH SEE ALSO\nREADME.md and docs/ in the source tree.\n'

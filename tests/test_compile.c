@@ -344,3 +344,18 @@ Test(compile, no_steps_memory_only)
 	unlink(js);
 	unlink(er);
 }
+
+/* whatif compile answers its own --help (not whatif batch's). */
+Test(compile, help_is_its_own)
+{
+	char so[256], er[256];
+	th_tmpname(so, sizeof so, "compile-help");
+	th_tmpname(er, sizeof er, "compile-help-err");
+	cr_assert_eq(th_run(NULL, so, er, "whatif compile --help"), 0);
+	char *h = th_slurp(so);
+	cr_expect_not_null(strstr(h, "usage: gpumemsim whatif compile TRACE"), "%s", h);
+	cr_expect_null(strstr(h, "--batch N"), "%s", h);
+	free(h);
+	unlink(so);
+	unlink(er);
+}
