@@ -277,6 +277,9 @@ int cmd_whatif_compile(int argc, char **argv)
 		fprintf(stderr, CMD ": %s\n", err);
 		goto out;
 	}
+	if (!rep.part.torch)
+		fprintf(stderr, CMD ": note: %s is not labelled workload=torch; the rules are "
+			"PyTorch's and Inductor's (kernel names, autograd's saved tensors)\n", trace);
 	if (json)
 		print_json(trace, out, policy, opt.steady_from, opt.timing, &rep);
 	else

@@ -10,7 +10,7 @@
 #
 # Prints one Markdown table: per model and batch, the real change of peak
 # allocated (steady state, after warm-up) and the predicted one, their
-# difference in percentage points; the GPU time of one step's kernels
+# difference in percentage points; the same change of peak reserved; the GPU time of one step's kernels
 # (real: torch.profiler in each mode; predicted: the model's); the real and
 # predicted change of step time and the error of that change. Then the
 # summary the README quotes. Needs jq.
@@ -26,8 +26,8 @@ ls "$M"/*.json > /dev/null 2>&1 || die "$M: no measurements"
 
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
-printf '| model | batch | peak allocated eager -> compiled (real) | real change | predicted change | error | GPU per step eager -> compiled (real) | predicted | step eager -> compiled (real) | real change | predicted change | error |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| model | batch | peak allocated eager -> compiled (real) | real change | predicted change | error | reserved change real / predicted | GPU per step eager -> compiled (real) | predicted | step eager -> compiled (real) | real change | predicted change | error |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for j in "$M"/*.json; do
 	model=$(jq -r .model "$j")
 	for b in $(jq -r '[.runs[] | select(.error == null) | .batch] | unique | .[]' "$j"); do
@@ -49,6 +49,7 @@ for j in "$M"/*.json; do
 			[$m, ($b | tostring),
 			 mib($ea) + " -> " + mib($ca), ($rc * 100 | round / 100 | tostring) + "%",
 			 ($pc * 100 | round / 100 | tostring) + "%", (($pc - $rc) | fabs * 100 | round / 100 | tostring) + " pp",
+			 ((pct($c.peak_reserved; $e.peak_reserved) * 10 | round / 10 | tostring) + "% / " + (pct($p.peak_reserved_after; $p.peak_reserved_before) * 10 | round / 10 | tostring) + "%"),
 			 (if $e.profile and $c.profile then (($e.profile.gpu_us / 100 | round / 10 | tostring) + " -> " + ($c.profile.gpu_us / 100 | round / 10 | tostring) + " ms") else "-" end),
 			 (if $p.gpu_time_per_step_before_ns then (($p.gpu_time_per_step_before_ns / 1e5 | round / 10 | tostring) + " -> " + ($p.gpu_time_per_step_after_ns / 1e5 | round / 10 | tostring) + " ms") else "-" end),
 			 (($es * 10 | round / 10 | tostring) + " -> " + ($cs * 10 | round / 10 | tostring) + " ms"),
@@ -56,7 +57,7 @@ for j in "$M"/*.json; do
 			 (if $pt == null then "-" else ($pt * 10 | round / 10 | tostring) + "%" end),
 			 (if $pt == null then "-" else (($pt - $rt) | fabs * 10 | round / 10 | tostring) + " pp" end),
 			 (($pc - $rc) | fabs), (if $pt == null then -1 else (($pt - $rt) | fabs) end)] |
-			"| " + (.[0:12] | join(" | ")) + " |\t" + (.[12] | tostring) + "\t" + (.[13] | tostring)' |
+			"| " + (.[0:13] | join(" | ")) + " |\t" + (.[13] | tostring) + "\t" + (.[14] | tostring)' |
 			tee -a "$rows" | cut -f1
 	done
 done

@@ -692,6 +692,10 @@ int compile_partition(const char *in, const char *out, struct compile_partition 
 		goto out;
 	}
 	decide(&c, p);
+	const struct trace_header *h = trace_reader_header(rd);
+	for (size_t i = 0; i < h->nlabels; i++)
+		if (!strcmp(h->labels[i].key, "workload") && !strcmp(h->labels[i].value, "torch"))
+			p->torch = 1;
 	if (out) {
 		if (trace_reader_rewind(rd) < 0) {
 			snprintf(err, errlen, "%s", trace_reader_error(rd));

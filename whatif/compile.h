@@ -32,6 +32,8 @@
 
 /* What the partitioner model decided, over the whole trace. */
 struct compile_partition {
+	int torch;                   /* the trace is labelled workload=torch: the
+				      * rules are PyTorch's and Inductor's */
 	uint64_t steps;              /* forward/backward pairs found */
 	uint64_t saved, saved_bytes; /* allocations made in a forward and freed in
 				      * (or after) its backward: what eager saved */
