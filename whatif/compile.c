@@ -768,39 +768,42 @@ out:
  * as long as the GPU stays busier than the compiled host (Inductor launches
  * its kernels from one generated function, without eager's dispatch).
  */
-static int step_times(const char *in, const char *compiled, const struct compile_options *o,
-		      struct compile_report *rep, char *err, size_t errlen)
+/* The eager step's times: the GPU time per step of IN and the timeline
+ * model's step (caching allocator on). COMPILE_NO_STEPS: IN has no steps. */
+static int eager_times(const char *in, const struct compile_options *o,
+		       struct compile_report *rep, char *err, size_t errlen)
 {
 	struct cost_model cm;
 	struct sim_result res;
-	int ret = -1;
+	int ret;
 
 	memset(&res, 0, sizeof res);
-	int st = compile_gpu_time(in, o->steady_from, 0, 0, &rep->gpu_before, err, errlen);
-	if (st == COMPILE_NO_STEPS) {   /* memory only: say why */
-		snprintf(rep->untimed, sizeof rep->untimed, "%s", err);
-		return 0;
-	}
-	if (st < 0)
-		return -1;
-	double bw = o->bandwidth > 0 ? o->bandwidth : rep->gpu_before.bw_median;
-	if (compile_gpu_time(compiled, o->steady_from, bw, 1, &rep->gpu_after, err, errlen) < 0 ||
-	    cost_fit_trace(in, NULL, &cm, err, errlen) < 0)
+	ret = compile_gpu_time(in, o->steady_from, 0, 0, NULL, &rep->gpu_before, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (cost_fit_trace(in, NULL, &cm, err, errlen) < 0)
 		return -1;
 	struct sim_options so = {.trace_path = in, .policy = o->policy, .conf = o->conf, .cost = &cm};
-	if (sim_run(&so, &res, err, errlen) < 0)
-		goto out;
+	ret = sim_run(&so, &res, err, errlen);
 	rep->step_before_ns = res.step_time_ns;
-	int64_t after = (int64_t)res.step_time_ns - (int64_t)rep->gpu_before.gpu_ns +
+	sim_result_free(&res);
+	return ret;
+}
+
+/*
+ * Step time after: the eager step with its GPU time replaced by the
+ * compiled program's (compile_time.c): what the GPU saves, the step saves,
+ * as long as the GPU stays busier than the compiled host (Inductor launches
+ * its kernels from one generated function, without eager's dispatch).
+ */
+static void compiled_step(struct compile_report *rep)
+{
+	int64_t after = (int64_t)rep->step_before_ns - (int64_t)rep->gpu_before.gpu_ns +
 			(int64_t)rep->gpu_after.gpu_ns;
 	if (after < (int64_t)rep->gpu_after.gpu_ns)
 		after = (int64_t)rep->gpu_after.gpu_ns;
 	rep->step_after_ns = (uint64_t)after;
 	rep->timed = 1;
-	ret = 0;
-out:
-	sim_result_free(&res);
-	return ret;
 }
 
 int compile_apply(const char *in, const char *out, const struct compile_options *o,
@@ -808,8 +811,8 @@ int compile_apply(const char *in, const char *out, const struct compile_options 
 {
 	struct fusion_rules builtin;
 	const struct fusion_rules *rs = o->rules;
-	char part[4096] = "", fused[4096] = "";
-	int ret = -1;
+	char part[4096] = "", fused[4096] = "", tmp_out[4096] = "";
+	int ret = -1, timed = 0;
 
 	memset(rep, 0, sizeof *rep);
 	memset(&builtin, 0, sizeof builtin);
@@ -824,24 +827,48 @@ int compile_apply(const char *in, const char *out, const struct compile_options 
 	if (o->policy && (replay_peaks(in, o, &rep->before, err, errlen) < 0 ||
 			  replay_peaks(part, o, &rep->partitioned, err, errlen) < 0))
 		goto out;
-	/* the compiled trace: OUT (written atomically), else a temporary file */
-	if (!out && make_tmp(fused, sizeof fused, "compiled", err, errlen) < 0)
+	if (o->timing) {
+		int st = eager_times(in, o, rep, err, errlen);
+		if (st == COMPILE_NO_STEPS)  /* memory only: say why */
+			snprintf(rep->untimed, sizeof rep->untimed, "%s", err);
+		else if (st < 0)
+			goto out;
+		timed = st == 0;
+	}
+	/* the compiled trace goes to OUT (written atomically), else to a
+	 * temporary file; with step times, fused first, then re-timed */
+	const char *target = out;
+	if (!target) {
+		if (make_tmp(tmp_out, sizeof tmp_out, "compiled", err, errlen) < 0)
+			goto out;
+		target = tmp_out;
+	}
+	if (timed && make_tmp(fused, sizeof fused, "fused", err, errlen) < 0)
 		goto out;
 	struct fusion_options fo = {.bandwidth = o->bandwidth};
-	if (fusion_apply(part, out ? out : fused, rs, &fo, &rep->fusion, err, errlen) < 0)
+	if (fusion_apply(part, timed ? fused : target, rs, &fo, &rep->fusion, err, errlen) < 0)
 		goto out;
-	if ((o->policy && replay_peaks(out ? out : fused, o, &rep->after, err, errlen) < 0) ||
-	    (o->timing && step_times(in, out ? out : fused, o, rep, err, errlen) < 0)) {
-		if (out)
-			remove(out);  /* no result without its report */
-		goto out;
+	if (timed) {
+		double bw = o->bandwidth > 0 ? o->bandwidth : rep->gpu_before.bw_median;
+		if (compile_gpu_time(fused, o->steady_from, bw, 1, target, &rep->gpu_after, err,
+				     errlen) < 0)
+			goto fail;
+		compiled_step(rep);
 	}
+	if (o->policy && replay_peaks(target, o, &rep->after, err, errlen) < 0)
+		goto fail;
 	ret = 0;
+	goto out;
+fail:
+	if (out)
+		remove(out);  /* no result without its report */
 out:
 	if (part[0])
 		remove(part);
 	if (fused[0])
 		remove(fused);
+	if (tmp_out[0])
+		remove(tmp_out);
 	fusion_rules_free(&builtin);
 	return ret;
 }

@@ -118,10 +118,12 @@ void compile_report_free(struct compile_report *rep);
 /* GPU time per step of PATH from the first range STEADY on (NULL: every
  * step). MODEL 0: as recorded; 1: the compiled program's kernels (layout
  * transforms dropped, generated kernels memory-bound at BANDWIDTH bytes/s;
- * see compile_time.c). 0, -1 with ERR, or COMPILE_NO_STEPS with ERR when
- * PATH has no "step N" range from STEADY on. */
+ * see compile_time.c). OUT (may be NULL): also write PATH there with the
+ * kernels as modelled (layout transforms gone, generated kernels re-timed):
+ * the compiled program's trace. 0, -1 with ERR, or COMPILE_NO_STEPS with
+ * ERR when PATH has no "step N" range from STEADY on. */
 #define COMPILE_NO_STEPS (-2)
 int compile_gpu_time(const char *path, const char *steady, double bandwidth, int model,
-		     struct compile_gpu *g, char *err, size_t errlen);
+		     const char *out, struct compile_gpu *g, char *err, size_t errlen);
 
 #endif /* WHATIF_COMPILE_H */

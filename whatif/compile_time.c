@@ -24,6 +24,7 @@
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "../traces/trace.h"
+#include "../traces/trace_strmap.h"
 #include "compile.h"
 #include "compile_int.h"
 
@@ -93,12 +94,67 @@ nomem:
 	return -1;
 }
 
+/* Every kernel of the trace, for the model and the rewrite. */
+struct gk {
+	uint64_t dur, bytes;
+	uint8_t in_step;             /* launched in a measured step */
+	uint8_t gen;                 /* modelled as generated (memory-bound) */
+	uint8_t drop;                /* a layout transform the compiled program skips */
+};
+
+/* Write IN's records to OUT with the kernels as modelled: dropped layout
+ * transforms gone, the others ending at start + DUR[i]. */
+static int write_retimed(struct trace_reader *rd, const char *out, const struct gk *ks,
+			 const uint64_t *dur, char *err, size_t errlen)
+{
+	struct trace_writer *w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
+	struct trace_strmap sm;
+	struct trace_rec rec;
+	size_t ki = 0;
+	int st, ret = -1;
+
+	if (!w)
+		return -1;
+	trace_strmap_init(&sm, rd, w);
+	if (trace_reader_rewind(rd) < 0 || trace_writer_header(w, trace_reader_header(rd)) < 0) {
+		snprintf(err, errlen, "%s: rewriting for the compiled durations failed", out);
+		goto out;
+	}
+	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		if (rec.type == TREC_KERNEL) {
+			size_t i = ki++;
+			if (ks[i].drop)
+				continue;
+			rec.end = rec.start + dur[i];
+		}
+		if (trace_strmap_rec(&sm, &rec) < 0 || trace_writer_record(w, &rec) < 0) {
+			snprintf(err, errlen, "%s: writing failed (record from %s:%" PRIu64 ")", out,
+				 trace_reader_path(rd), rec.line);
+			goto out;
+		}
+	}
+	if (st < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		goto out;
+	}
+	const struct trace_trailer *tr = trace_reader_trailer(rd);
+	struct trace_writer *done = w;
+	w = NULL;
+	ret = trace_writer_close(done, tr->present, tr->dropped, err, errlen);
+out:
+	if (w)
+		trace_writer_abort(w);
+	trace_strmap_free(&sm);
+	return ret;
+}
+
 int compile_gpu_time(const char *path, const char *steady, double bandwidth, int model,
-		     struct compile_gpu *g, char *err, size_t errlen)
+		     const char *out, struct compile_gpu *g, char *err, size_t errlen)
 {
 	struct ct c;
-	struct gk { uint64_t dur, bytes; uint8_t gen; } *ks = NULL; /* the steps' kernels */
+	struct gk *ks = NULL;        /* every kernel */
 	size_t nks = 0, cap_ks = 0;
+	uint64_t *dur = NULL;        /* each kernel's modelled duration */
 	struct trace_reader *rd = trace_reader_open(path);
 	struct u64map corr;
 	struct trace_rec rec;
@@ -122,7 +178,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 		goto out;
 	ret = -1;
 	/* the floor is the shortest element-wise kernel of the whole trace, so
-	 * the steps' kernels are timed once it is read */
+	 * the kernels are timed once it is read */
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		switch (rec.type) {
 		case TREC_ALLOC:
@@ -135,41 +191,33 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 				goto nomem;
 			break;
 		case TREC_KERNEL: {
-			uint64_t launch = rec.start, t, dur = rec.end - rec.start;
+			uint64_t launch = rec.start, t, d = rec.end - rec.start;
 			enum kclass k;
 			if (rec.u.kernel.corr && u64map_del(&corr, rec.u.kernel.corr, &t) && t <= rec.start)
 				launch = t;
 			if (compile_kclass_cached(&c.cls, rd, rec.u.kernel.name, &k) < 0)
 				goto nomem;
-			if (k == K_POINTWISE && dur && dur < floor_ns)
-				floor_ns = dur;
+			if (k == K_POINTWISE && d && d < floor_ns)
+				floor_ns = d;
 			uint64_t kb = 0;
 			for (uint32_t l = 0; l < rec.u.kernel.nlinks; l++)
 				if (rec.u.kernel.links[l] < c.nbytes)
 					kb += c.bytes[rec.u.kernel.links[l]];
 			if (rec.u.kernel.nlinks == 1)
 				kb *= 2;         /* in place: read and written */
-			if (k == K_POINTWISE && dur && kb) {
+			if (k == K_POINTWISE && d && kb) {
 				if (VEC_RESERVE(bw, cap_bw, nbw + 1, 256) < 0)
 					goto nomem;
-				bw[nbw++] = (double)kb / (double)dur * 1e9;
+				bw[nbw++] = (double)kb / (double)d * 1e9;
 			}
-			if (!inside(c.steps, c.nsteps, launch))
-				break;
 			int compiled = model && inside(c.fb, c.nfb, launch);
-			if (compiled && k == K_LAYOUT) {
-				layout += dur;
-				break;
-			}
-			launches++;
-			uint64_t b = kb;
-			int gen = compiled && k != K_LIBRARY && rec.u.kernel.nlinks;
-			if (VEC_RESERVE(ks, cap_ks, nks + 1, 256) < 0)
+			struct gk e = {.dur = d, .bytes = kb,
+				       .in_step = (uint8_t)inside(c.steps, c.nsteps, launch),
+				       .gen = (uint8_t)(compiled && k != K_LIBRARY && k != K_LAYOUT &&
+							rec.u.kernel.nlinks),
+				       .drop = (uint8_t)(compiled && k == K_LAYOUT)};
+			if (PUSH(ks, nks, cap_ks, e) < 0)
 				goto nomem;
-			ks[nks].dur = dur;
-			ks[nks].bytes = b;
-			ks[nks].gen = (uint8_t)gen;
-			nks++;
 			break;
 		}
 		default:
@@ -186,6 +234,9 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 		qsort(bw, nbw, sizeof *bw, cmp_double);
 		g->bw_median = bw[(nbw - 1) / 2];
 	}
+	dur = malloc((nks ? nks : 1) * sizeof *dur);
+	if (!dur)
+		goto nomem;
 	for (size_t i = 0; i < nks; i++) {
 		uint64_t d = ks[i].dur;
 		if (ks[i].gen && bandwidth > 0) {
@@ -197,6 +248,14 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 			if (m < d)
 				d = m;
 		}
+		dur[i] = d;
+		if (!ks[i].in_step)
+			continue;
+		if (ks[i].drop) {
+			layout += ks[i].dur;
+			continue;
+		}
+		launches++;
 		gpu += d;
 	}
 	g->steps = c.nsteps;
@@ -204,6 +263,8 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 	g->launches = launches / c.nsteps;
 	g->layout_ns = layout / c.nsteps;
 	g->floor_ns = floor_ns;
+	if (out && write_retimed(rd, out, ks, dur, err, errlen) < 0)
+		goto out;
 	ret = 0;
 	goto out;
 nomem:
@@ -216,6 +277,7 @@ out:
 	free(c.steps);
 	compile_kclass_cache_free(&c.cls);
 	free(ks);
+	free(dur);
 	free(bw);
 	return ret;
 }
