@@ -53,6 +53,8 @@ int cli_parse_xla_requests(const char *cmd, const char *v, int *out);
 int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
 /* A bandwidth: "4.8TB/s", "900GB/s", "1.5TiB/s", "3e12" (bytes/s); 0 or -1. */
 int cli_parse_bandwidth(const char *s, double *out);
+/* The change from BEFORE to AFTER in percent of BEFORE (0 when BEFORE is 0). */
+double cli_change_pct(uint64_t after, uint64_t before);
 
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);

@@ -128,3 +128,8 @@ int cli_parse_bandwidth(const char *s, double *out)
 	}
 	return -1;
 }
+
+double cli_change_pct(uint64_t after, uint64_t before)
+{
+	return before ? 100.0 * ((double)after - (double)before) / (double)before : 0.0;
+}

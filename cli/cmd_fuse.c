@@ -56,11 +56,6 @@ static int64_t delta(uint64_t after, uint64_t before)
 	return (int64_t)after - (int64_t)before;
 }
 
-static double pct(uint64_t after, uint64_t before)
-{
-	return before ? 100.0 * ((double)after - (double)before) / (double)before : 0.0;
-}
-
 static void json_stats(struct json *j, const struct fusion_stats *s, int full)
 {
 	json_begin_object(j);
@@ -72,11 +67,11 @@ static void json_stats(struct json *j, const struct fusion_stats *s, int full)
 		json_kv_u64(j, "peak_before", s->peak_before);
 		json_kv_u64(j, "peak_after", s->peak_after);
 		json_kv_i64(j, "peak_change", delta(s->peak_after, s->peak_before));
-		json_kv_double(j, "peak_change_pct", pct(s->peak_after, s->peak_before));
+		json_kv_double(j, "peak_change_pct", cli_change_pct(s->peak_after, s->peak_before));
 		json_kv_u64(j, "kernel_time_before_ns", s->ktime_before);
 		json_kv_u64(j, "kernel_time_after_ns", s->ktime_after);
 		json_kv_i64(j, "kernel_time_change_ns", delta(s->ktime_after, s->ktime_before));
-		json_kv_double(j, "kernel_time_change_pct", pct(s->ktime_after, s->ktime_before));
+		json_kv_double(j, "kernel_time_change_pct", cli_change_pct(s->ktime_after, s->ktime_before));
 	}
 	json_end_object(j);
 }
@@ -131,9 +126,9 @@ static void print_row(const char *name, const struct fusion_stats *s)
 	printf("%-28s %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %11s %+12" PRId64 " %+7.2f%% %+10.3f %+7.2f%%\n",
 	       name, s->groups, s->kernels_fused, s->buffers_eliminated,
 	       size_fmt(s->bytes_eliminated, b, sizeof b),
-	       delta(s->peak_after, s->peak_before), pct(s->peak_after, s->peak_before),
+	       delta(s->peak_after, s->peak_before), cli_change_pct(s->peak_after, s->peak_before),
 	       (double)delta(s->ktime_after, s->ktime_before) / 1e6,
-	       pct(s->ktime_after, s->ktime_before));
+	       cli_change_pct(s->ktime_after, s->ktime_before));
 }
 
 static void print_text(const char *trace, const char *out, const char *peak_in,

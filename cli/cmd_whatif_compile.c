@@ -53,11 +53,6 @@ static void usage(FILE *f)
 		  "ranges or links it needs), 2 usage.\n");
 }
 
-static double pct(uint64_t after, uint64_t before)
-{
-	return before ? 100.0 * ((double)after - (double)before) / (double)before : 0.0;
-}
-
 static void json_peaks(struct json *j, const char *key, const struct compile_peaks *p)
 {
 	json_key(j, key);
@@ -91,7 +86,8 @@ static void print_json(const char *trace, const char *out, const char *policy,
 	json_kv_u64(&j, "steps", p->steps);
 	json_kv_u64(&j, "peak_allocated_before", r->before.allocated);
 	json_kv_u64(&j, "peak_allocated_after", r->after.allocated);
-	json_kv_double(&j, "peak_allocated_change_pct", pct(r->after.allocated, r->before.allocated));
+	json_kv_double(&j, "peak_allocated_change_pct",
+		       cli_change_pct(r->after.allocated, r->before.allocated));
 	json_kv_u64(&j, "peak_reserved_before", r->before.reserved);
 	json_kv_u64(&j, "peak_reserved_after", r->after.reserved);
 	json_kv_u64(&j, "kernel_time_before_ns", fs->ktime_before);
@@ -106,7 +102,7 @@ static void print_json(const char *trace, const char *out, const char *policy,
 	if (timing && r->timed) {
 		json_kv_u64(&j, "step_time_before_ns", r->step_before_ns);
 		json_kv_u64(&j, "step_time_after_ns", r->step_after_ns);
-		json_kv_double(&j, "step_time_change_pct", pct(r->step_after_ns, r->step_before_ns));
+		json_kv_double(&j, "step_time_change_pct", cli_change_pct(r->step_after_ns, r->step_before_ns));
 		json_kv_u64(&j, "gpu_time_per_step_before_ns", r->gpu_before.gpu_ns);
 		json_kv_u64(&j, "gpu_time_per_step_after_ns", r->gpu_after.gpu_ns);
 		json_kv_u64(&j, "kernels_per_step_before", r->gpu_before.launches);
@@ -177,12 +173,13 @@ static void print_text(const char *trace, const char *out, const char *policy,
 	       size_fmt(fs->bytes_eliminated, b1, sizeof b1));
 	printf("peak allocated %s -> %s (%+.2f%%): partitioner %+.2f%%, fusion %+.2f%%\n",
 	       size_fmt(r->before.allocated, b1, sizeof b1), size_fmt(r->after.allocated, b2, sizeof b2),
-	       pct(r->after.allocated, r->before.allocated),
-	       pct(r->partitioned.allocated, r->before.allocated),
+	       cli_change_pct(r->after.allocated, r->before.allocated),
+	       cli_change_pct(r->partitioned.allocated, r->before.allocated),
 	       r->before.allocated ? 100.0 * ((double)r->after.allocated - (double)r->partitioned.allocated) /
 					     (double)r->before.allocated : 0.0);
 	printf("peak reserved  %s -> %s (%+.2f%%)\n", size_fmt(r->before.reserved, b1, sizeof b1),
-	       size_fmt(r->after.reserved, b3, sizeof b3), pct(r->after.reserved, r->before.reserved));
+	       size_fmt(r->after.reserved, b3, sizeof b3),
+	       cli_change_pct(r->after.reserved, r->before.reserved));
 	if (timing && !r->timed)
 		printf("step time      not predicted: %s\n", r->untimed);
 	if (timing && r->timed) {
@@ -193,7 +190,7 @@ static void print_text(const char *trace, const char *out, const char *policy,
 		       r->gpu_after.floor_ns / 1e3);
 		printf("step time      %.2f ms -> %.2f ms (%+.1f%%; eager from the timeline model, caching on)\n",
 		       r->step_before_ns / 1e6, r->step_after_ns / 1e6,
-		       pct(r->step_after_ns, r->step_before_ns));
+		       cli_change_pct(r->step_after_ns, r->step_before_ns));
 	}
 	if (out)
 		printf("wrote %s\n", out);
