@@ -464,15 +464,11 @@ int cmd_run(int argc, char **argv)
 	if (a.requests) {
 		/* the caching-on capture's timeline with the no-caching capture's
 		 * requests, in a temporary trace removed at the end */
-		const char *tmp = getenv("TMPDIR");
-		int fd;
-		snprintf(merged, sizeof merged, "%s/gpumemsim-requests-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if ((fd = mkstemp(merged)) < 0) {
+		if (tmp_file(merged, sizeof merged, "requests") < 0) {
 			fprintf(stderr, "gpumemsim run: --requests: cannot create a temporary file in %s\n",
-				tmp && *tmp ? tmp : "/tmp");
+				tmp_dir());
 			return 1;
 		}
-		close(fd);
 		if (timing_merge_requests(a.trace, a.requests, merged, err, sizeof err) < 0) {
 			fprintf(stderr, "gpumemsim run: --requests: %s\n", err);
 			unlink(merged);

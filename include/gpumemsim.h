@@ -41,6 +41,7 @@
 #include "../base/conf.h"
 #include "../base/json.h"
 #include "../base/size.h"
+#include "../base/tmpfile.h"
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "../base/version.h"

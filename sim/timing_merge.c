@@ -23,6 +23,7 @@
 
 #include "timing.h"
 #include "../base/vec.h"
+#include "../traces/trace_xform.h"
 
 struct mrec {
 	struct trace_rec r;
@@ -128,14 +129,6 @@ static int cmp_mrec(const void *a, const void *b)
 	return x->ord < y->ord ? -1 : x->ord > y->ord;
 }
 
-static uint32_t sid(struct trace_writer *w, struct trace_reader *rd, uint32_t id)
-{
-	if (id == TRACE_NO_STRING)
-		return TRACE_NO_STRING;
-	const char *s = trace_reader_string(rd, id);
-	return trace_writer_intern(w, s ? s : "");
-}
-
 int timing_merge_requests(const char *cap_path, const char *req_path, const char *out_path,
 			  char *err, size_t errlen)
 {
@@ -145,7 +138,9 @@ int timing_merge_requests(const char *cap_path, const char *req_path, const char
 	size_t *cfirst = NULL;        /* per C step: index of its first launch in claunch */
 	size_t ncl = 0, capcl = 0;
 	struct trace_writer *w = NULL;
+	struct trace_strmap sm[2];    /* C's and N's strings as the output's */
 	int ret = -1;
+	memset(sm, 0, sizeof sm);
 	if (load(&c, cap_path, err, errlen) < 0 || load(&n, req_path, err, errlen) < 0)
 		goto out;
 	if (!c.nsteps || !n.nsteps) {
@@ -250,26 +245,12 @@ int timing_merge_requests(const char *cap_path, const char *req_path, const char
 			goto out;
 		}
 	}
+	trace_strmap_init(&sm[0], c.rd, w);
+	trace_strmap_init(&sm[1], n.rd, w);
 	for (size_t i = 0; i < no; i++) {
 		struct trace_rec r = out[i].r;
-		struct trace_reader *rd = out[i].src ? n.rd : c.rd;
-		switch (r.type) {
-		case TREC_ALLOC:
-		case TREC_FREE:
-			r.u.mem.source = sid(w, rd, r.u.mem.source);
-			break;
-		case TREC_KERNEL:
-			r.u.kernel.name = sid(w, rd, r.u.kernel.name);
-			break;
-		case TREC_RANGE:
-			r.u.range.name = sid(w, rd, r.u.range.name);
-			break;
-		case TREC_API:
-			r.u.api.name = sid(w, rd, r.u.api.name);
-			break;
-		default:
-			break;
-		}
+		if (trace_strmap_rec(&sm[out[i].src ? 1 : 0], &r) < 0)
+			goto nomem;
 		if (trace_writer_record(w, &r) < 0) {
 			snprintf(err, errlen, "%s: write failed", out_path);
 			goto out;
@@ -287,6 +268,8 @@ nomem:
 out:
 	if (w)
 		trace_writer_abort(w);
+	trace_strmap_free(&sm[0]);
+	trace_strmap_free(&sm[1]);
 	free(out);
 	free(claunch);
 	free(cfirst);

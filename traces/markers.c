@@ -40,9 +40,11 @@
 #include <unistd.h>
 
 #include "../base/u64map.h"
+#include "../base/tmpfile.h"
 #include "../base/vec.h"
 #include "import_torch.h"
 #include "trace.h"
+#include "trace_xform.h"
 
 #define MARKERS_DEFAULT_SOURCE "libc10_cuda"
 #define MARKERS_DEFAULT_MIN_MATCH 0.90
@@ -206,15 +208,11 @@ static struct trace_reader *open_truth(const char *path, char *tmp, size_t tmple
 	char why[512];
 	snprintf(why, sizeof why, "%s", trace_reader_error(r));
 	trace_reader_close(r);
-	const char *dir = getenv("TMPDIR");
-	snprintf(tmp, tmplen, "%s/gpumemsim-truth-XXXXXX", dir && *dir ? dir : "/tmp");
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
+	if (tmp_file(tmp, tmplen, "truth") < 0) {
 		set_err(err, errlen, "%s: cannot make a temporary file: %s", tmp, strerror(errno));
 		tmp[0] = 0;
 		return NULL;
 	}
-	close(fd);
 	char ierr[768];
 	if (import_torch_snapshot(path, tmp, NULL, NULL, ierr, sizeof ierr) < 0) {
 		set_err(err, errlen, "truth %s is neither a gpumemsim trace (%s) nor a torch "
@@ -560,8 +558,7 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 	for (; next < npl; next++)
 		if (write_marker(w, c->last_start) < 0)
 			goto werror;
-	const struct trace_trailer *tr = trace_reader_trailer(r);
-	rc = trace_writer_close(w, tr->present, tr->dropped, werr, sizeof werr);
+	rc = trace_xform_close(w, r, werr, sizeof werr);
 	w = NULL;
 	if (rc < 0) {
 		set_err(err, errlen, "%s", werr);

@@ -1,5 +1,5 @@
-/* trace_strmap.c: see trace_strmap.h. */
-#include "trace_strmap.h"
+/* trace_xform.c: see trace_xform.h. */
+#include "trace_xform.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,4 +58,36 @@ int trace_strmap_rec(struct trace_strmap *m, struct trace_rec *rec)
 	default:
 		return 0;
 	}
+}
+
+void trace_launches_init(struct trace_launches *l)
+{
+	u64map_init(&l->corr);
+}
+
+void trace_launches_free(struct trace_launches *l)
+{
+	u64map_free(&l->corr);
+}
+
+int trace_launches_note(struct trace_launches *l, const struct trace_rec *rec)
+{
+	if (rec->type != TREC_API || !rec->u.api.corr || rec->u.api.corr == U64MAP_EMPTY)
+		return 0;
+	return u64map_put(&l->corr, rec->u.api.corr, rec->start) < 0 ? -1 : 0;
+}
+
+uint64_t trace_launches_take(struct trace_launches *l, uint64_t corr, uint64_t start)
+{
+	uint64_t t;
+	if (corr && corr != U64MAP_EMPTY && u64map_del(&l->corr, corr, &t) && t <= start)
+		return t;
+	return start;
+}
+
+int trace_xform_close(struct trace_writer *w, const struct trace_reader *rd, char *err,
+		      size_t errlen)
+{
+	const struct trace_trailer *tr = trace_reader_trailer(rd);
+	return trace_writer_close(w, tr->present, tr->dropped, err, errlen);
 }

@@ -1,14 +1,17 @@
 /*
- * trace_strmap.h: a reader's string ids as a writer's, for transforms that
- * read one trace and write another (fusion, compile, ...): each string is
- * interned in the writer the first time a record written refers to it.
+ * trace_xform.h: what transforms that read one trace and write another
+ * (fusion, compile, the --requests merge, ...) share: a reader's string ids
+ * as a writer's, each interned the first time a record written refers to
+ * it; the host launch time of a GPU operation; closing the output with the
+ * input's trailer.
  */
-#ifndef TRACES_TRACE_STRMAP_H
-#define TRACES_TRACE_STRMAP_H
+#ifndef TRACES_TRACE_XFORM_H
+#define TRACES_TRACE_XFORM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/u64map.h"
 #include "trace.h"
 
 struct trace_strmap {
@@ -30,4 +33,26 @@ int trace_strmap_id(struct trace_strmap *m, uint32_t sid, uint32_t *out);
  * kernel's name, a range's, an API call's. 0, or -1 out of memory. */
 int trace_strmap_rec(struct trace_strmap *m, struct trace_rec *rec);
 
-#endif /* TRACES_TRACE_STRMAP_H */
+/*
+ * Host launch times: the start of the API call (a 'p' record) with a GPU
+ * operation's correlation id. Note every API record as it is read; take a
+ * kernel's, copy's or memset's launch when it comes (each id once).
+ */
+struct trace_launches { struct u64map corr; };
+void trace_launches_init(struct trace_launches *l);
+void trace_launches_free(struct trace_launches *l);
+/* Remember REC's start when it is an API record with a correlation id.
+ * 0, or -1 out of memory. */
+int trace_launches_note(struct trace_launches *l, const struct trace_rec *rec);
+/* The launch time of the operation with correlation id CORR that started
+ * on the GPU at START: its API call's start if one was noted (and not
+ * later than START), else START. */
+uint64_t trace_launches_take(struct trace_launches *l, uint64_t corr, uint64_t start);
+
+/* Close W as complete or not, with the dropped count, as RD's trailer says
+ * (a transform neither completes a trace cut short nor hides its losses).
+ * W is gone either way. 0, or -1 with ERR. */
+int trace_xform_close(struct trace_writer *w, const struct trace_reader *rd, char *err,
+		      size_t errlen);
+
+#endif /* TRACES_TRACE_XFORM_H */

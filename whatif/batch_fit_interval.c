@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/tmpfile.h"
 #include "../sim/engine.h"
 
 /*
@@ -544,8 +545,7 @@ static int write_without(const char *in, const uint8_t *drop, size_t nsites, con
 			 char *err, size_t errlen)
 {
 	struct bf_trace *t = NULL;
-	struct trace_writer *w = NULL;
-	uint32_t *sid = NULL;
+	uint8_t *rdrop = NULL;       /* per record */
 	int ret = -1;
 	if (bf_load(in, &t, err, errlen) < 0)
 		return -1;
@@ -554,57 +554,21 @@ static int write_without(const char *in, const uint8_t *drop, size_t nsites, con
 			 nsites);
 		goto out;
 	}
-	sid = malloc((t->nstr ? t->nstr : 1) * sizeof *sid);
-	if (!sid) {
+	rdrop = calloc(t->nrec ? t->nrec : 1, 1);
+	if (!rdrop) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	for (uint32_t i = 0; i < t->nstr; i++)
-		sid[i] = TRACE_NO_STRING;
-	w = trace_writer_open(path, TRACE_W_ATOMIC, err, errlen);
-	if (!w)
-		goto out;
-	if (trace_writer_header(w, &t->hdr) < 0) {
-		snprintf(err, errlen, "%s: writing the header failed", path);
-		goto out;
+	for (size_t s = 0; s < nsites; s++) {
+		if (!drop[s])
+			continue;
+		rdrop[t->alloc_rec[s]] = 1;
+		if (t->alloc_free_rec[s] != NO_IDX)
+			rdrop[t->alloc_free_rec[s]] = 1;
 	}
-#define SID(x) ((x) == TRACE_NO_STRING || (x) >= t->nstr ? TRACE_NO_STRING : \
-	(sid[(x)] != TRACE_NO_STRING ? sid[(x)] : (sid[(x)] = trace_writer_intern(w, t->str[(x)]))))
-	size_t site = 0;
-	for (size_t i = 0; i < t->nrec; i++) {
-		const struct trace_rec *r = &t->rec[i];
-		struct trace_rec o = *r;
-		switch (r->type) {
-		case TREC_ALLOC:
-			if (drop[site++])
-				continue;
-			/* fall through */
-		case TREC_FREE:
-			if (r->type == TREC_FREE && t->free_site[i] != NO_IDX && drop[t->free_site[i]])
-				continue;
-			o.u.mem.source = SID(r->u.mem.source);
-			break;
-		case TREC_KERNEL: o.u.kernel.name = SID(r->u.kernel.name); break;
-		case TREC_RANGE: o.u.range.name = SID(r->u.range.name); break;
-		case TREC_API: o.u.api.name = SID(r->u.api.name); break;
-		case TREC_CONTROL:
-		case TREC_MEMCPY:
-		case TREC_MEMSET:
-		case TREC_SYNC: break;
-		default: continue;
-		}
-		if (trace_writer_record(w, &o) < 0) {
-			snprintf(err, errlen, "%s: writing failed", path);
-			goto out;
-		}
-	}
-#undef SID
-	ret = trace_writer_close(w, 1, 0, err, errlen);
-	w = NULL;
+	ret = bf_write_records(t, rdrop, path, err, errlen);
 out:
-	if (w)
-		trace_writer_abort(w);
-	free(sid);
+	free(rdrop);
 	bf_free(t);
 	return ret;
 }
@@ -612,15 +576,10 @@ out:
 /* A temporary trace path in TMPDIR (created empty); 0 or -1 with ERR. */
 static int tmp_trace(char *path, size_t len, char *err, size_t errlen)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(path, len, "%s/gpumemsim-bound-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	int fd = mkstemp(path);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a temporary trace in %s",
-			 tmp && *tmp ? tmp : "/tmp");
+	if (tmp_file(path, len, "bound") < 0) {
+		snprintf(err, errlen, "cannot create a temporary trace in %s", tmp_dir());
 		return -1;
 	}
-	close(fd);
 	return 0;
 }
 

@@ -307,54 +307,20 @@ out:
 
 /* ------------------------------------------------------- steady state */
 
-/* Write T from the first NVTX range named RANGE on; see batch_fit.h. */
-int bf_write_from_range(const struct bf_trace *t, const char *range, const char *path,
-			char *err, size_t errlen)
+/* Write T to PATH without the records DROP marks; see batch_fit_int.h. */
+int bf_write_records(const struct bf_trace *t, const uint8_t *drop, const char *path,
+		     char *err, size_t errlen)
 {
 	struct trace_writer *w = NULL;
-	uint32_t *sid = NULL;
-	uint8_t *drop = NULL;
-	uint64_t cut = 0;
-	size_t cut_rec = 0;
-	int found = 0, ret = -1;
+	uint32_t *sid = malloc((t->nstr ? t->nstr : 1) * sizeof *sid);
+	int ret = -1;
 
-	for (size_t i = 0; i < t->nrec && !found; i++)
-		if (t->rec[i].type == TREC_RANGE && streq_null(tstr(t, t->rec[i].u.range.name), range)) {
-			cut = t->rec[i].start;
-			cut_rec = i;
-			found = 1;
-		}
-	if (!found) {
-		snprintf(err, errlen, "%s: no NVTX range '%s' (the steady state starts there)", t->path,
-			 range);
-		return -1;
-	}
-	sid = malloc((t->nstr ? t->nstr : 1) * sizeof *sid);
-	drop = calloc(t->nrec ? t->nrec : 1, 1);
-	if (!sid || !drop) {
+	if (!sid) {
 		snprintf(err, errlen, "%s: out of memory", path);
-		goto out;
+		return -1;
 	}
 	for (uint32_t i = 0; i < t->nstr; i++)
 		sid[i] = TRACE_NO_STRING;
-	/* what was allocated and freed before the cut never meets the steady
-	 * state: drop both records; what is live across the cut (weights,
-	 * optimizer state) stays, allocated where it was. "Before" is by time,
-	 * then by record order: a synthesised trace can place a free at the
-	 * very time the range starts (its times are fitted, then kept
-	 * monotone), and written before the range it still belongs before */
-#define BEFORE_CUT(i) (t->rec[(i)].start < cut || (t->rec[(i)].start == cut && (i) < cut_rec))
-	for (size_t s = 0; s < t->nalloc; s++) {
-		size_t fr = t->alloc_free_rec[s];
-		if (fr != NO_IDX && BEFORE_CUT(fr)) {
-			drop[t->alloc_rec[s]] = 1;
-			drop[fr] = 1;
-		}
-	}
-	for (size_t i = 0; i < t->nrec; i++)
-		if (t->rec[i].type == TREC_FREE && t->free_site[i] == NO_IDX && BEFORE_CUT(i))
-			drop[i] = 1;
-#undef BEFORE_CUT
 	w = trace_writer_open(path, TRACE_W_ATOMIC, err, errlen);
 	if (!w)
 		goto out;
@@ -382,6 +348,53 @@ out:
 	if (w)
 		trace_writer_abort(w);
 	free(sid);
+	return ret;
+}
+
+/* Write T from the first NVTX range named RANGE on; see batch_fit.h. */
+int bf_write_from_range(const struct bf_trace *t, const char *range, const char *path,
+			char *err, size_t errlen)
+{
+	uint8_t *drop = NULL;
+	uint64_t cut = 0;
+	size_t cut_rec = 0;
+	int found = 0, ret;
+
+	for (size_t i = 0; i < t->nrec && !found; i++)
+		if (t->rec[i].type == TREC_RANGE && streq_null(tstr(t, t->rec[i].u.range.name), range)) {
+			cut = t->rec[i].start;
+			cut_rec = i;
+			found = 1;
+		}
+	if (!found) {
+		snprintf(err, errlen, "%s: no NVTX range '%s' (the steady state starts there)", t->path,
+			 range);
+		return -1;
+	}
+	drop = calloc(t->nrec ? t->nrec : 1, 1);
+	if (!drop) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	/* what was allocated and freed before the cut never meets the steady
+	 * state: drop both records; what is live across the cut (weights,
+	 * optimizer state) stays, allocated where it was. "Before" is by time,
+	 * then by record order: a synthesised trace can place a free at the
+	 * very time the range starts (its times are fitted, then kept
+	 * monotone), and written before the range it still belongs before */
+#define BEFORE_CUT(i) (t->rec[(i)].start < cut || (t->rec[(i)].start == cut && (i) < cut_rec))
+	for (size_t s = 0; s < t->nalloc; s++) {
+		size_t fr = t->alloc_free_rec[s];
+		if (fr != NO_IDX && BEFORE_CUT(fr)) {
+			drop[t->alloc_rec[s]] = 1;
+			drop[fr] = 1;
+		}
+	}
+	for (size_t i = 0; i < t->nrec; i++)
+		if (t->rec[i].type == TREC_FREE && t->free_site[i] == NO_IDX && BEFORE_CUT(i))
+			drop[i] = 1;
+#undef BEFORE_CUT
+	ret = bf_write_records(t, drop, path, err, errlen);
 	free(drop);
 	return ret;
 }

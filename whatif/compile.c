@@ -16,14 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../base/u64map.h"
+#include "../base/tmpfile.h"
 #include "../base/vec.h"
 #include "../device/cost.h"
 #include "../sim/engine.h"
 #include "../traces/trace.h"
-#include "../traces/trace_strmap.h"
+#include "../traces/trace_xform.h"
 #include "batch_fit.h"
 #include "compile_int.h"
 
@@ -230,11 +230,12 @@ static void note_use(struct cp *c, struct cp_alloc *a, uint32_t ki)
 
 static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t errlen)
 {
-	struct u64map live, corr;
+	struct u64map live;
+	struct trace_launches corr;
 	struct trace_rec rec;
 	int st, ret = -1;
 	u64map_init(&live);
-	u64map_init(&corr);
+	trace_launches_init(&corr);
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		switch (rec.type) {
 		case TREC_ALLOC: {
@@ -255,30 +256,22 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 			break;
 		}
 		case TREC_API:
-			if (rec.u.api.corr && rec.u.api.corr != U64MAP_EMPTY &&
-			    u64map_put(&corr, rec.u.api.corr, rec.start) < 0)
+			if (trace_launches_note(&corr, &rec) < 0)
 				goto nomem;
 			break;
 		case TREC_MEMCPY: {
-			uint64_t t;
-			struct cp_copy cc = {rec.start, rec.u.copy.bytes};
 			if (rec.u.copy.kind != TCOPY_DTOD)
 				break;
-			if (rec.u.copy.corr && rec.u.copy.corr != U64MAP_EMPTY &&
-			    u64map_del(&corr, rec.u.copy.corr, &t) && t <= rec.start)
-				cc.launch = t;
+			struct cp_copy cc = {trace_launches_take(&corr, rec.u.copy.corr, rec.start),
+					     rec.u.copy.bytes};
 			if (PUSH(c->dtod, c->ndtod, c->cap_dtod, cc) < 0)
 				goto nomem;
 			break;
 		}
 		case TREC_KERNEL: {
 			const struct trace_kernel *tk = &rec.u.kernel;
-			struct cp_kernel k = {.launch = rec.start, .loff = c->nlinks,
-					      .nlinks = tk->nlinks};
-			uint64_t t;
-			if (tk->corr && tk->corr != U64MAP_EMPTY && u64map_del(&corr, tk->corr, &t) &&
-			    t <= rec.start)
-				k.launch = t;
+			struct cp_kernel k = {.launch = trace_launches_take(&corr, tk->corr, rec.start),
+					      .loff = c->nlinks, .nlinks = tk->nlinks};
 			if (c->nk >= NONE - 1) {
 				snprintf(err, errlen, "%s:%" PRIu64 ": too many kernels",
 					 trace_reader_path(rd), rec.line);
@@ -326,7 +319,7 @@ nomem:
 	snprintf(err, errlen, "out of memory");
 out:
 	u64map_free(&live);
-	u64map_free(&corr);
+	trace_launches_free(&corr);
 	return ret;
 }
 
@@ -629,10 +622,9 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	for (; next < nev; next++)
 		if (write_free(&o, c, &ev[next], made) < 0)
 			goto werr;
-	const struct trace_trailer *tr = trace_reader_trailer(rd);
 	struct trace_writer *w = o.w;
 	o.w = NULL;
-	if (trace_writer_close(w, tr->present, tr->dropped, err, errlen) < 0)
+	if (trace_xform_close(w, rd, err, errlen) < 0)
 		goto out;
 	ret = 0;
 	goto out;
@@ -716,15 +708,11 @@ out:
 /* A private temporary file named in BUF: 0, or -1 with ERR. */
 static int make_tmp(char *buf, size_t len, const char *what, char *err, size_t errlen)
 {
-	const char *dir = getenv("TMPDIR");
-	snprintf(buf, len, "%s/gpumemsim-%s-XXXXXX", dir && *dir ? dir : "/tmp", what);
-	int fd = mkstemp(buf);
-	if (fd < 0) {
+	if (tmp_file(buf, len, what) < 0) {
 		snprintf(err, errlen, "%s: cannot create a temporary file", buf);
 		buf[0] = 0;
 		return -1;
 	}
-	close(fd);
 	return 0;
 }
 

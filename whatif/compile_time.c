@@ -24,7 +24,7 @@
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "../traces/trace.h"
-#include "../traces/trace_strmap.h"
+#include "../traces/trace_xform.h"
 #include "compile.h"
 #include "compile_int.h"
 
@@ -137,10 +137,9 @@ static int write_retimed(struct trace_reader *rd, const char *out, const struct 
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	const struct trace_trailer *tr = trace_reader_trailer(rd);
 	struct trace_writer *done = w;
 	w = NULL;
-	ret = trace_writer_close(done, tr->present, tr->dropped, err, errlen);
+	ret = trace_xform_close(done, rd, err, errlen);
 out:
 	if (w)
 		trace_writer_abort(w);
@@ -156,7 +155,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 	size_t nks = 0, cap_ks = 0;
 	uint64_t *dur = NULL;        /* each kernel's modelled duration */
 	struct trace_reader *rd = trace_reader_open(path);
-	struct u64map corr;
+	struct trace_launches corr;
 	struct trace_rec rec;
 	uint64_t gpu = 0, launches = 0, layout = 0, floor_ns = UINT64_MAX;
 	double *bw = NULL;           /* element-wise kernels' bytes per second */
@@ -165,7 +164,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 
 	memset(&c, 0, sizeof c);
 	memset(g, 0, sizeof *g);
-	u64map_init(&corr);
+	trace_launches_init(&corr);
 	if (!rd) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -186,15 +185,13 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 				goto nomem;
 			break;
 		case TREC_API:
-			if (rec.u.api.corr && rec.u.api.corr != U64MAP_EMPTY &&
-			    u64map_put(&corr, rec.u.api.corr, rec.start) < 0)
+			if (trace_launches_note(&corr, &rec) < 0)
 				goto nomem;
 			break;
 		case TREC_KERNEL: {
-			uint64_t launch = rec.start, t, d = rec.end - rec.start;
+			uint64_t launch = trace_launches_take(&corr, rec.u.kernel.corr, rec.start);
+			uint64_t d = rec.end - rec.start;
 			enum kclass k;
-			if (rec.u.kernel.corr && u64map_del(&corr, rec.u.kernel.corr, &t) && t <= rec.start)
-				launch = t;
 			if (compile_kclass_cached(&c.cls, rd, rec.u.kernel.name, &k) < 0)
 				goto nomem;
 			if (k == K_POINTWISE && d && d < floor_ns)
@@ -270,7 +267,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 nomem:
 	snprintf(err, errlen, "out of memory");
 out:
-	u64map_free(&corr);
+	trace_launches_free(&corr);
 	trace_reader_close(rd);
 	free(c.bytes);
 	free(c.fb);

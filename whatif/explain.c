@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../base/size.h"
+#include "../base/tmpfile.h"
 #include "../sim/decisions.h"
 #include "../sim/engine.h"
 #include "batch_fit_int.h"
@@ -127,18 +127,14 @@ static void ws_falls(const struct explain_point *a, const struct explain_point *
 static int steady_copy(struct bf_trace **t, const char *range, char *tmp, size_t tmplen,
 		       char *err, size_t errlen)
 {
-	const char *dir = getenv("TMPDIR");
 	struct bf_trace *s = NULL;
 	int ret = -1;
 
-	snprintf(tmp, tmplen, "%s/gpumemsim-steady-XXXXXX", dir && *dir ? dir : "/tmp");
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
+	if (tmp_file(tmp, tmplen, "steady") < 0) {
 		snprintf(err, errlen, "%s: cannot create a temporary file", tmp);
 		tmp[0] = 0;
 		goto out;
 	}
-	close(fd);
 	if (bf_write_from_range(*t, range, tmp, err, errlen) < 0)
 		goto out;
 	if (bf_load(tmp, &s, err, errlen) < 0)

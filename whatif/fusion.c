@@ -30,7 +30,7 @@
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "../traces/trace.h"
-#include "../traces/trace_strmap.h"
+#include "../traces/trace_xform.h"
 
 #define NONE UINT32_MAX
 #define FUSED_NAME_MAX 4096
@@ -449,25 +449,16 @@ static int cmp_opaque(const void *x, const void *y)
 	return a->t < b->t ? -1 : a->t > b->t;
 }
 
-/* Host launch time of the GPU operation with correlation id CORR: the
- * matching API record's start if one was seen, else its own start. */
-static uint64_t launch_time(struct u64map *corr, uint64_t c, uint64_t start)
-{
-	uint64_t t;
-	if (c && c != U64MAP_EMPTY && u64map_del(corr, c, &t) && t <= start)
-		return t;
-	return start;
-}
-
 static int pass1(struct fz *z, struct trace_reader *rd, char *err, size_t errlen)
 {
-	struct u64map live, last_on_stream, corr;
+	struct u64map live, last_on_stream;
+	struct trace_launches corr;
 	struct trace_rec rec;
 	uint32_t barrier_k = 0;       /* kernels before it precede a device-wide sync */
 	int ret = -1, st;
 	u64map_init(&live);
 	u64map_init(&last_on_stream);
-	u64map_init(&corr);
+	trace_launches_init(&corr);
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		switch (rec.type) {
 		case TREC_ALLOC: {
@@ -518,8 +509,7 @@ static int pass1(struct fz *z, struct trace_reader *rd, char *err, size_t errlen
 			break;
 		}
 		case TREC_API:
-			if (rec.u.api.corr && rec.u.api.corr != U64MAP_EMPTY &&
-			    u64map_put(&corr, rec.u.api.corr, rec.start) < 0)
+			if (trace_launches_note(&corr, &rec) < 0)
 				goto nomem;
 			break;
 		case TREC_KERNEL: {
@@ -538,7 +528,7 @@ static int pass1(struct fz *z, struct trace_reader *rd, char *err, size_t errlen
 			memset(k, 0, sizeof *k);
 			k->start = rec.start;
 			k->end = rec.end;
-			k->launch = launch_time(&corr, tk->corr, rec.start);
+			k->launch = trace_launches_take(&corr, tk->corr, rec.start);
 			k->stream = tk->stream;
 			k->name = tk->name;
 			k->regs = tk->regs;
@@ -584,7 +574,7 @@ static int pass1(struct fz *z, struct trace_reader *rd, char *err, size_t errlen
 			if (grow((void **)&z->op, &z->cap_op, z->nop + 1, sizeof *z->op) < 0)
 				goto nomem;
 			z->op[z->nop++] = (struct fz_opaque){
-				launch_time(&corr, rec.u.copy.corr, rec.start), rec.u.copy.bytes};
+				trace_launches_take(&corr, rec.u.copy.corr, rec.start), rec.u.copy.bytes};
 			break;
 		case TREC_SYNC:
 			if (rec.u.sync.stream == TRACE_NO_STREAM)
@@ -607,7 +597,7 @@ nomem:
 out:
 	u64map_free(&live);
 	u64map_free(&last_on_stream);
-	u64map_free(&corr);
+	trace_launches_free(&corr);
 	return ret;
 }
 
@@ -985,10 +975,9 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	const struct trace_trailer *tr = trace_reader_trailer(rd);
 	struct trace_writer *w = o.w;
 	o.w = NULL;
-	if (trace_writer_close(w, tr->present, tr->dropped, err, errlen) < 0)
+	if (trace_xform_close(w, rd, err, errlen) < 0)
 		goto out;
 	ret = 0;
 	goto out;

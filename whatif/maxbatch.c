@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../base/size.h"
+#include "../base/tmpfile.h"
 #include "../sim/engine.h"
 
 struct mb_ctx {
@@ -31,15 +32,10 @@ static int mb_eval_batch(struct mb_ctx *c, uint64_t batch, struct sim_result *re
 			 char *keep, size_t keeplen)
 {
 	char path[4096], err[1536];
-	const char *tmp = getenv("TMPDIR");
-	snprintf(path, sizeof path, "%s/gpumemsim-maxbatch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	int fd = mkstemp(path);
-	if (fd < 0) {
-		snprintf(c->err, c->errlen, "cannot create a temporary trace in %s",
-			 tmp && *tmp ? tmp : "/tmp");
+	if (tmp_file(path, sizeof path, "maxbatch") < 0) {
+		snprintf(c->err, c->errlen, "cannot create a temporary trace in %s", tmp_dir());
 		return -1;
 	}
-	close(fd);
 	memset(res, 0, sizeof *res);
 	if (bf_synth(c->m, batch, path, err, sizeof err) < 0) {
 		snprintf(c->err, c->errlen, "batch %" PRIu64 ": %s", batch, err);
