@@ -12,8 +12,12 @@
 # alone on the GPU, the captures on cores 0-3.
 # OUT: env.txt, timeline.txt, build.log, compile.tgz (one json and log per
 # model), recipes.tgz (recipe-MODEL-bBATCH/ per capture).
-# Environment: BARRIER=1 (compile everything before any measurement: for
-# step times), STEPS (3), WARMUP (3), MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
+# Environment: BARRIER=1 (step times: one process per model and batch
+# compiles, one per model runs eager; every process waits until all are
+# compiled, then each measures alone on the GPU with no compilation on the
+# host; COMPILE_THREADS (4) Inductor workers per process), SNAPSHOT ("MODEL ..."
+# whose batch-32 steps also record the allocator's memory history,
+# snapshots.tgz), STEPS (3), WARMUP (3), MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
 # mobilenet_v3_large efficientnet_b0 vit_b_16"), BATCHES ("32 64"),
 # RECIPE ("MODEL:BATCH ...", the captures to make), DEADLINE_S (540),
 # PYTHON (python3), WORK_DIR (/tmp/compile), SKIP_BUILD=1 (build/ is there).
@@ -58,19 +62,33 @@ fi
 # first GPU measurement, while the build and the captures go on.
 pids=()
 nm=$(echo $MODELS | wc -w)
-# BARRIER=1: every process compiles all its models, then waits for the
-# others, so no compilation slows the host of a measured step (step times);
-# without it, measurements start as soon as a model is compiled (memory)
-extra=()
-[ "${BARRIER:-0}" = 1 ] && extra=(--barrier "$W/barrier" --barrier-n "$nm" --barrier-timeout "${BARRIER_TIMEOUT:-280}")
-cores=4-15
-[ "${BARRIER:-0}" = 1 ] && cores=0-15
-for m in $MODELS; do
-	taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py --model "$m" \
-		--batch $BATCHES --steps "${STEPS:-3}" --warmup "${WARMUP:-3}" --gpu-lock "$LOCK" \
-		"${extra[@]}" --json "$W/compile/$m.json" > "$W/compile/$m.log" 2>&1 &
+# BARRIER=1: one process per model and batch compiles and one per model runs
+# eager (so each holds one model: its memory figures stand too); all wait
+# until every one is compiled, so no compilation slows the host of a
+# measured step (step times); without it, measurements start as soon as a
+# model is compiled (memory)
+start() { # NAME ARGS...: one compile_peak process writing compile/NAME.json
+	local name=$1 snap=()
+	shift
+	case " ${SNAPSHOT:-} " in *" ${name%%.*} "*) snap=(--snapshot "$W/snapshots");; esac
+	taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py \
+		--steps "${STEPS:-3}" --warmup "${WARMUP:-3}" --gpu-lock "$LOCK" "${snap[@]}" \
+		"$@" --json "$W/compile/$name.json" > "$W/compile/$name.log" 2>&1 &
 	pids+=($!)
-done
+}
+if [ "${BARRIER:-0}" = 1 ]; then
+	cores=0-15
+	export TORCHINDUCTOR_COMPILE_THREADS=${COMPILE_THREADS:-4}
+	n=$((nm * ($(echo $BATCHES | wc -w) + 1)))
+	bar=(--barrier "$W/barrier" --barrier-n "$n" --barrier-timeout "${BARRIER_TIMEOUT:-280}")
+	for m in $MODELS; do
+		start "$m.eager" --model "$m" --batch $BATCHES --modes eager "${bar[@]}"
+		for b in $BATCHES; do start "$m.b$b" --model "$m" --batch "$b" --modes compile "${bar[@]}"; done
+	done
+else
+	cores=4-15
+	for m in $MODELS; do start "$m" --model "$m" --batch $BATCHES; done
+fi
 log "compile_peak started for: $MODELS"
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
@@ -98,9 +116,11 @@ done
 while kill -0 "${pids[@]}" 2> /dev/null; do
 	sleep 20
 	(cd "$W" && tar -czf "$OUT/compile.tgz.tmp" compile && mv -f "$OUT/compile.tgz.tmp" "$OUT/compile.tgz")
+	log "$(ls "$W/barrier" 2> /dev/null | wc -l) at the barrier, $(grep -h "compile_peak:" "$W"/compile/*.log 2> /dev/null | wc -l) measured"
 done
 for p in "${pids[@]}"; do wait "$p"; done
 log "compile_peak done"
 (cd "$W" && tar -czf "$OUT/compile.tgz" compile)
+[ -d "$W/snapshots" ] && (cd "$W" && tar -czf "$OUT/snapshots.tgz" snapshots)
 grep -h "compile_peak:" "$W"/compile/*.log >> "$OUT/timeline.txt"
 log "done"

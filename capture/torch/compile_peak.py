@@ -20,11 +20,18 @@ compiles, runs outside the lock. --barrier DIR --barrier-n N: each process
 compiles all its models first and waits for the N processes to be done
 compiling, so no compilation slows the host of a measured step.
 
+--snapshot DIR: one more step records the allocator's memory history
+(Python stacks) into DIR/MODEL-bBATCH-MODE.pickle, for the batch sizes of
+--snapshot-batch: what is live at a compiled program's peak.
+
 Writes one json (rewritten after each measurement, so a run cut short by a
 time limit keeps what it measured):
-  {"model", "img", "torch", "gpu", "cudnn", "runs": [{"batch", "mode",
-   "peak_allocated", "peak_reserved", "peak_requested", "step_s",
-   "warmup_s", "compile_s", "saved_count", "saved_bytes", "error"?}]}
+  {"model", "img", "torch", "gpu", "cudnn", "barrier_complete"?,
+   "barrier_wait_s"?, "runs": [{"batch", "mode", "peak_allocated",
+   "peak_reserved", "peak_requested", "step_s", "host_s" (time to launch
+   the step: close to step_s when the host bounds it), "warmup_s",
+   "compile_s", "saved_count", "saved_bytes", "profile", "snapshot"?,
+   "error"?}]}
 
 usage: python3 compile_peak.py --model resnet18 --batch 32 64 --json out.json
 """
@@ -42,13 +49,16 @@ import torchvision
 
 
 def step(model, opt, loss_fn, batch, img, classes, dev):
+    """One training step, launched but not waited for: returns the loss
+    tensor (reading it would synchronise, and the host time of a step is
+    measured as the time to launch it)."""
     x = torch.randn(batch, 3, img, img, device=dev)
     y = torch.randint(0, classes, (batch,), device=dev)
     opt.zero_grad(set_to_none=True)
     loss = loss_fn(model(x), y)
     loss.backward()
     opt.step()
-    return float(loss.detach())
+    return loss.detach()
 
 
 @contextlib.contextmanager
@@ -160,18 +170,23 @@ def measure(args, st, dev):
         torch.cuda.synchronize()
         rec["warmup_s"] = time.perf_counter() - t0
         torch.cuda.reset_peak_memory_stats()
-        times = []
+        times, host = [], []
         for _ in range(args.steps):
             torch.cuda.synchronize()
             t1 = time.perf_counter()
-            rec["loss"] = step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+            loss = step(run_model, opt, loss_fn, batch, args.img, args.classes, dev)
+            t2 = time.perf_counter()
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t1)
+            host.append(t2 - t1)
+        rec["loss"] = float(loss)
         stats = torch.cuda.memory_stats()
         rec["peak_allocated"] = torch.cuda.max_memory_allocated()
         rec["peak_reserved"] = torch.cuda.max_memory_reserved()
         rec["peak_requested"] = stats.get("requested_bytes.all.peak", 0)
         rec["step_s"] = times
+        # the host's share: when it is close to step_s the step is host-bound
+        rec["host_s"] = host
         rec["saved_count"], rec["saved_bytes"] = saved_for_backward(
             run_model, opt, loss_fn, batch, args.img, args.classes, dev)
         try:
@@ -179,18 +194,41 @@ def measure(args, st, dev):
                                          args.classes, dev)
         except Exception as e:  # the measurement stands without it
             rec["profile_error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+        if args.snapshot and batch in args.snapshot_batch:
+            rec["snapshot"] = memory_snapshot(args, st, dev)
         torch.cuda.empty_cache()
     return rec
 
 
+def memory_snapshot(args, st, dev):
+    """One more step under the caching allocator's memory history (Python
+    stacks), dumped as a pickle (torch.cuda.memory._snapshot format, readable
+    at pytorch.org/memory_viz): which blocks are live at the peak. After the
+    timed steps, so the recording does not slow them."""
+    rec = st["rec"]
+    os.makedirs(args.snapshot, exist_ok=True)
+    path = os.path.join(args.snapshot, "%s-b%d-%s.pickle" % (args.model, rec["batch"], rec["mode"]))
+    torch.cuda.memory._record_memory_history(max_entries=200000, stacks="python")
+    try:
+        torch.cuda.reset_peak_memory_stats()
+        step(st["run"], st["opt"], st["loss"], rec["batch"], args.img, args.classes, dev)
+        torch.cuda.synchronize()
+        torch.cuda.memory._dump_snapshot(path)
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    return {"file": os.path.basename(path), "peak_allocated": torch.cuda.max_memory_allocated()}
+
+
 def barrier(path, n, timeout_s):
     """Wait until N processes have reached PATH (a directory): compilation,
-    host work that would slow every measurement, is then over everywhere."""
+    host work that would slow every measurement, is then over everywhere.
+    Returns (every process arrived, seconds waited)."""
     os.makedirs(path, exist_ok=True)
     open(os.path.join(path, str(os.getpid())), "w").close()
     t0 = time.time()
     while len(os.listdir(path)) < n and time.time() - t0 < timeout_s:
         time.sleep(0.2)
+    return len(os.listdir(path)) >= n, time.time() - t0
 
 
 def write_json(path, obj):
@@ -218,6 +256,11 @@ def main():
                         "--barrier-n processes reached DIR before measuring")
     p.add_argument("--barrier-n", type=int, default=1)
     p.add_argument("--barrier-timeout", type=float, default=300)
+    p.add_argument("--snapshot", metavar="DIR",
+                   help="after measuring, record one step's memory history "
+                        "into DIR/MODEL-bBATCH-MODE.pickle")
+    p.add_argument("--snapshot-batch", type=int, nargs="+", default=[32],
+                   help="the batch sizes --snapshot records (32)")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     if not hasattr(torchvision.models, args.model):
@@ -242,7 +285,10 @@ def main():
                 ready[key] = prepare(args, key[0], key[1], dev)
             except Exception as e:
                 ready[key] = e
-        barrier(args.barrier, args.barrier_n, args.barrier_timeout)
+        # a measurement taken while another process still compiled is not a
+        # clean step time: say so in the json
+        out["barrier_complete"], out["barrier_wait_s"] = barrier(
+            args.barrier, args.barrier_n, args.barrier_timeout)
     for batch, mode in todo:
         try:
             st = ready.pop((batch, mode), None) or prepare(args, batch, mode, dev)
