@@ -68,10 +68,11 @@ nm=$(echo $MODELS | wc -w)
 # measured step (step times); without it, measurements start as soon as a
 # model is compiled (memory)
 start() { # NAME ARGS...: one compile_peak process writing compile/NAME.json
-	local name=$1 snap=()
+	local name=$1 snap=() logs=${TORCH_LOGS:-}
 	shift
-	case " ${SNAPSHOT:-} " in *" ${name%%.*} "*) snap=(--snapshot "$W/snapshots");; esac
-	taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py \
+	# a snapshot's Python frames name lines of Inductor's generated code: log it
+	case " ${SNAPSHOT:-} " in *" ${name%%.*} "*) snap=(--snapshot "$W/snapshots") logs=output_code;; esac
+	TORCH_LOGS=$logs taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py \
 		--steps "${STEPS:-3}" --warmup "${WARMUP:-3}" --gpu-lock "$LOCK" "${snap[@]}" \
 		"$@" --json "$W/compile/$name.json" > "$W/compile/$name.log" 2>&1 &
 	pids+=($!)
