@@ -72,7 +72,7 @@ start() { # NAME ARGS...: one compile_peak process writing compile/NAME.json
 	shift
 	# a snapshot's Python frames name lines of Inductor's generated code: log it
 	case " ${SNAPSHOT:-} " in *" ${name%%.*} "*) snap=(--snapshot "$W/snapshots") logs=output_code;; esac
-	TORCH_LOGS=$logs taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py \
+	env ${logs:+TORCH_LOGS=$logs} taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py \
 		--steps "${STEPS:-3}" --warmup "${WARMUP:-3}" --gpu-lock "$LOCK" "${snap[@]}" \
 		"$@" --json "$W/compile/$name.json" > "$W/compile/$name.log" 2>&1 &
 	pids+=($!)
