@@ -17,7 +17,7 @@
 # compiled, then each measures alone on the GPU with no compilation on the
 # host; COMPILE_THREADS (4) Inductor workers per process), SNAPSHOT ("MODEL ..."
 # whose batch-32 steps also record the allocator's memory history,
-# snapshots.tgz), STEPS (3), WARMUP (3), MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
+# snapshots.tgz), MODES ("eager compile": with BARRIER=1, which to run), STEPS (3), WARMUP (3), MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
 # mobilenet_v3_large efficientnet_b0 vit_b_16"), BATCHES ("32 64"),
 # RECIPE ("MODEL:BATCH ...", the captures to make), DEADLINE_S (540),
 # PYTHON (python3), WORK_DIR (/tmp/compile), SKIP_BUILD=1 (build/ is there).
@@ -80,11 +80,14 @@ start() { # NAME ARGS...: one compile_peak process writing compile/NAME.json
 if [ "${BARRIER:-0}" = 1 ]; then
 	cores=0-15
 	export TORCHINDUCTOR_COMPILE_THREADS=${COMPILE_THREADS:-4}
-	n=$((nm * ($(echo $BATCHES | wc -w) + 1)))
+	ne=0 nc=0
+	case " ${MODES:-eager compile} " in *" eager "*) ne=1;; esac
+	case " ${MODES:-eager compile} " in *" compile "*) nc=$(echo $BATCHES | wc -w);; esac
+	n=$((nm * (ne + nc)))
 	bar=(--barrier "$W/barrier" --barrier-n "$n" --barrier-timeout "${BARRIER_TIMEOUT:-280}")
 	for m in $MODELS; do
-		start "$m.eager" --model "$m" --batch $BATCHES --modes eager "${bar[@]}"
-		for b in $BATCHES; do start "$m.b$b" --model "$m" --batch "$b" --modes compile "${bar[@]}"; done
+		[ $ne = 1 ] && start "$m.eager" --model "$m" --batch $BATCHES --modes eager "${bar[@]}"
+		[ $nc = 0 ] || for b in $BATCHES; do start "$m.b$b" --model "$m" --batch "$b" --modes compile "${bar[@]}"; done
 	done
 else
 	cores=4-15
