@@ -12,8 +12,8 @@
 # alone on the GPU, the captures on cores 0-3.
 # OUT: env.txt, timeline.txt, build.log, compile.tgz (one json and log per
 # model), recipes.tgz (recipe-MODEL-bBATCH/ per capture).
-# Environment: BARRIER=1 (step times: one process per model and batch
-# compiles, one per model runs eager; every process waits until all are
+# Environment: BARRIER=1 (step times: one process per model, batch and
+# mode; every process waits until all are
 # compiled, then each measures alone on the GPU with no compilation on the
 # host; COMPILE_THREADS (4) Inductor workers per process), SNAPSHOT ("MODEL ..."
 # whose batch-32 steps also record the allocator's memory history,
@@ -80,14 +80,17 @@ start() { # NAME ARGS...: one compile_peak process writing compile/NAME.json
 if [ "${BARRIER:-0}" = 1 ]; then
 	cores=0-15
 	export TORCHINDUCTOR_COMPILE_THREADS=${COMPILE_THREADS:-4}
-	ne=0 nc=0
-	case " ${MODES:-eager compile} " in *" eager "*) ne=1;; esac
-	case " ${MODES:-eager compile} " in *" compile "*) nc=$(echo $BATCHES | wc -w);; esac
-	n=$((nm * (ne + nc)))
+	# one process per model, batch and mode: a process prepares its models
+	# before the barrier, and a second one would be live while it measures
+	modes=${MODES:-eager compile}
+	n=$((nm * $(echo $BATCHES | wc -w) * $(echo $modes | wc -w)))
 	bar=(--barrier "$W/barrier" --barrier-n "$n" --barrier-timeout "${BARRIER_TIMEOUT:-280}")
 	for m in $MODELS; do
-		[ $ne = 1 ] && start "$m.eager" --model "$m" --batch $BATCHES --modes eager "${bar[@]}"
-		[ $nc = 0 ] || for b in $BATCHES; do start "$m.b$b" --model "$m" --batch "$b" --modes compile "${bar[@]}"; done
+		for b in $BATCHES; do
+			for mode in $modes; do
+				start "$m.$mode$b" --model "$m" --batch "$b" --modes "$mode" "${bar[@]}"
+			done
+		done
 	done
 else
 	cores=4-15
