@@ -48,14 +48,25 @@ import torch
 import torchvision
 
 
+# Where the step drops the previous step's gradients: "after-forward" is
+# capture/torch/train_torch.py's order (the program the shipped captures
+# recorded: the gradients are live through the forward pass, which moves the
+# peak of a model whose peak is at the end of its forward); "before-forward"
+# frees them first. Set by --zero-grad.
+ZERO_GRAD = "after-forward"
+
+
 def step(model, opt, loss_fn, batch, img, classes, dev):
     """One training step, launched but not waited for: returns the loss
     tensor (reading it would synchronise, and the host time of a step is
     measured as the time to launch it)."""
     x = torch.randn(batch, 3, img, img, device=dev)
     y = torch.randint(0, classes, (batch,), device=dev)
-    opt.zero_grad(set_to_none=True)
+    if ZERO_GRAD == "before-forward":
+        opt.zero_grad(set_to_none=True)
     loss = loss_fn(model(x), y)
+    if ZERO_GRAD == "after-forward":
+        opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
     return loss.detach()
@@ -261,8 +272,14 @@ def main():
                         "into DIR/MODEL-bBATCH-MODE.pickle")
     p.add_argument("--snapshot-batch", type=int, nargs="+", default=[32],
                    help="the batch sizes --snapshot records (32)")
+    p.add_argument("--zero-grad", choices=["after-forward", "before-forward"],
+                   default="after-forward",
+                   help="where a step frees the previous gradients (after-forward: "
+                        "train_torch.py's order, the captured program's)")
     p.add_argument("--json", required=True)
     args = p.parse_args()
+    global ZERO_GRAD
+    ZERO_GRAD = args.zero_grad
     if not hasattr(torchvision.models, args.model):
         p.error("unknown torchvision model %s" % args.model)
     if args.warmup < 2:
@@ -273,6 +290,7 @@ def main():
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
     out = {"model": args.model, "img": args.img, "warmup": args.warmup,
+           "zero_grad": args.zero_grad,
            "steps": args.steps, "torch": torch.__version__,
            "cudnn": torch.backends.cudnn.version(),
            "gpu": torch.cuda.get_device_name(0), "runs": []}
