@@ -128,8 +128,17 @@ static void print_json(const char *trace, const char *out, const char *policy,
 	json_kv_u64(&j, "kept_producer", p->keep_producer);
 	json_kv_u64(&j, "kept_inputs", p->keep_inputs);
 	json_kv_u64(&j, "kept_backward", p->keep_backward);
+	/* the layout stage is written in the partitioner's pass: this change
+	 * is both */
 	json_kv_i64(&j, "peak_allocated_change",
 		    (int64_t)r->partitioned.allocated - (int64_t)r->before.allocated);
+	json_end_object(&j);
+	json_key(&j, "layout");
+	json_begin_object(&j);
+	json_kv_u64(&j, "channels_last_copies", p->layout_copies);
+	json_kv_u64(&j, "channels_last_copy_bytes", p->layout_copy_bytes);
+	json_kv_u64(&j, "workspaces_without_nhwc_copies", p->workspaces);
+	json_kv_u64(&j, "workspace_bytes_saved", p->workspace_bytes_saved);
 	json_end_object(&j);
 	json_key(&j, "fusion");
 	json_begin_object(&j);
@@ -167,11 +176,16 @@ static void print_text(const char *trace, const char *out, const char *policy,
 	       size_fmt(p->offsets_bytes_saved / n, b2, sizeof b2),
 	       (double)p->keep_producer / (double)n, (double)p->keep_inputs / (double)n,
 	       (double)p->keep_backward / (double)n);
+	printf("layout         channels-last: %.0f copies of graph inputs (weights, the input)\n"
+	       "               saved for backward, %s per step more; %.0f cuDNN workspaces\n"
+	       "               without eager's NHWC copies, %s per step less\n",
+	       (double)p->layout_copies / (double)n, size_fmt(p->layout_copy_bytes / n, b1, sizeof b1),
+	       (double)p->workspaces / (double)n, size_fmt(p->workspace_bytes_saved / n, b2, sizeof b2));
 	printf("fusion         %" PRIu64 " kernels into %" PRIu64 ", %" PRIu64
 	       " intermediates never allocated (%s in all)\n",
 	       fs->kernels_fused, fs->groups, fs->buffers_eliminated,
 	       size_fmt(fs->bytes_eliminated, b1, sizeof b1));
-	printf("peak allocated %s -> %s (%+.2f%%): partitioner %+.2f%%, fusion %+.2f%%\n",
+	printf("peak allocated %s -> %s (%+.2f%%): partitioner and layout %+.2f%%, fusion %+.2f%%\n",
 	       size_fmt(r->before.allocated, b1, sizeof b1), size_fmt(r->after.allocated, b2, sizeof b2),
 	       cli_change_pct(r->after.allocated, r->before.allocated),
 	       cli_change_pct(r->partitioned.allocated, r->before.allocated),

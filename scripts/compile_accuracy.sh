@@ -10,10 +10,14 @@
 #
 # Prints one Markdown table: per model and batch, the real change of peak
 # allocated (steady state, after warm-up) and the predicted one, their
-# difference in percentage points; the same change of peak reserved; the GPU time of one step's kernels
+# difference in percentage points, and which program order the real pair
+# ran in (after-forward, the captured program's, where both modes were
+# measured so; else before-forward, see traces/measurements/compile/README.md);
+# the real eager peak in the captured program's order against the capture's
+# replay; the change of peak reserved; the GPU time of one step's kernels
 # (real: torch.profiler in each mode; predicted: the model's); the real and
-# predicted change of step time and the error of that change. Then the
-# summary the README quotes. Needs jq.
+# predicted change of step time (eager and compiled of one device call) and
+# the error of that change. Then the summary the README quotes. Needs jq.
 set -eu
 G=${1:-build/gpumemsim}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,49 +29,67 @@ command -v jq > /dev/null || die "needs jq"
 ls "$M"/*.json > /dev/null 2>&1 || die "$M: no measurements"
 
 rows=$(mktemp)
-trap 'rm -f "$rows"' EXIT
-printf '| model | batch | peak allocated eager -> compiled (real) | real change | predicted change | error | reserved change real / predicted | GPU per step eager -> compiled (real) | predicted | step eager -> compiled (real) | real change | predicted change | error |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+pairf=$(mktemp)
+trap 'rm -f "$rows" "$pairf"' EXIT
+printf '| model | batch | order | peak allocated eager -> compiled (real) | real change | predicted change | error | capture vs real eager | reserved change real / predicted | GPU per step eager -> compiled (real) | predicted | step eager -> compiled (real) | real change | predicted change | error |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 for j in "$M"/*.json; do
-	model=$(jq -r .model "$j")
+	model=$(jq -r '.model // empty' "$j")
+	[ -n "$model" ] || continue  # launch_cost-N.json
 	for b in $(jq -r '[.runs[] | select(.error == null) | .batch] | unique | .[]' "$j"); do
-		e=$(jq -c --argjson b "$b" '[.runs[] | select(.batch == $b and .mode == "eager" and .error == null)][0]' "$j")
-		c=$(jq -c --argjson b "$b" '[.runs[] | select(.batch == $b and .mode == "compile" and .error == null)][0]' "$j")
 		tr=$T/torch-$model-b$b.trace.gz
-		[ "$e" != null ] && [ "$c" != null ] && [ -r "$tr" ] || continue
+		[ -r "$tr" ] || continue
+		# memory: the latest valid pair of one program order, the captured
+		# program's (after-forward) first; step time: the latest call with both
+		jq -c --argjson b "$b" '
+			[.runs[] | select(.batch == $b and .error == null)] as $r |
+			def latest(o; m): [$r[] | select(.zero_grad == o and .mode == m and .peak_invalid == null)] | max_by(.call);
+			(if latest("after-forward"; "compile") then "after-forward" else "before-forward" end) as $o |
+			([$r[] | select(.mode == "compile") | .call] | max) as $sc |
+			{order: $o, e: latest($o; "eager"), c: latest($o; "compile"),
+			 cap: latest("after-forward"; "eager"),
+			 se: ([$r[] | select(.mode == "eager" and .call == $sc)][0]),
+			 sc: ([$r[] | select(.mode == "compile" and .call == $sc)][0])}' "$j" > "$pairf"
+		[ "$(jq -r '.e != null and .c != null' "$pairf")" = true ] || continue
 		p=$("$G" whatif compile "$tr" --json) || die "whatif compile $tr failed"
-		jq -n -r --argjson e "$e" --argjson c "$c" --argjson p "$p" --arg m "$model" --argjson b "$b" '
+		jq -n -r --slurpfile q "$pairf" --argjson p "$p" --arg m "$model" --argjson b "$b" '
+			$q[0] as $q |
 			def pct(a; b): 100 * (a / b - 1);
 			def med(v): (v | sort) as $s | $s[($s | length) / 2 | floor];
 			def mib(x): (x / 1048576 | round | tostring) + " MiB";
-			($e.peak_allocated) as $ea | ($c.peak_allocated) as $ca |
-			pct($ca; $ea) as $rc |
+			def r1(x): (x * 10 | round / 10 | tostring);
+			def r2(x): (x * 100 | round / 100 | tostring);
+			$q.e as $e | $q.c as $c |
+			pct($c.peak_allocated; $e.peak_allocated) as $rc |
 			pct($p.peak_allocated_after; $p.peak_allocated_before) as $pc |
-			(med($e.step_s) * 1000) as $es | (med($c.step_s) * 1000) as $cs |
+			(med($q.se.step_s) * 1000) as $es | (med($q.sc.step_s) * 1000) as $cs |
 			pct($cs; $es) as $rt |
 			(if $p.step_time_before_ns then pct($p.step_time_after_ns; $p.step_time_before_ns) else null end) as $pt |
-			[$m, ($b | tostring),
-			 mib($ea) + " -> " + mib($ca), ($rc * 100 | round / 100 | tostring) + "%",
-			 ($pc * 100 | round / 100 | tostring) + "%", (($pc - $rc) | fabs * 100 | round / 100 | tostring) + " pp",
-			 ((pct($c.peak_reserved; $e.peak_reserved) * 10 | round / 10 | tostring) + "% / " + (pct($p.peak_reserved_after; $p.peak_reserved_before) * 10 | round / 10 | tostring) + "%"),
-			 (if $e.profile and $c.profile then (($e.profile.gpu_us / 100 | round / 10 | tostring) + " -> " + ($c.profile.gpu_us / 100 | round / 10 | tostring) + " ms") else "-" end),
-			 (if $p.gpu_time_per_step_before_ns then (($p.gpu_time_per_step_before_ns / 1e5 | round / 10 | tostring) + " -> " + ($p.gpu_time_per_step_after_ns / 1e5 | round / 10 | tostring) + " ms") else "-" end),
-			 (($es * 10 | round / 10 | tostring) + " -> " + ($cs * 10 | round / 10 | tostring) + " ms"),
-			 ($rt * 10 | round / 10 | tostring) + "%",
-			 (if $pt == null then "-" else ($pt * 10 | round / 10 | tostring) + "%" end),
-			 (if $pt == null then "-" else (($pt - $rt) | fabs * 10 | round / 10 | tostring) + " pp" end),
-			 (($pc - $rc) | fabs), (if $pt == null then -1 else (($pt - $rt) | fabs) end)] |
-			"| " + (.[0:13] | join(" | ")) + " |\t" + (.[13] | tostring) + "\t" + (.[14] | tostring)' |
+			[$m, ($b | tostring), $q.order,
+			 mib($e.peak_allocated) + " -> " + mib($c.peak_allocated), r2($rc) + "%",
+			 r2($pc) + "%", r2(($pc - $rc) | fabs) + " pp",
+			 (if $q.cap then r2(pct($p.peak_allocated_before; $q.cap.peak_allocated)) + "%" else "-" end),
+			 (r1(pct($c.peak_reserved; $e.peak_reserved)) + "% / " + r1(pct($p.peak_reserved_after; $p.peak_reserved_before)) + "%"),
+			 (if $q.se.profile and $q.sc.profile then (r1($q.se.profile.gpu_us / 1000) + " -> " + r1($q.sc.profile.gpu_us / 1000) + " ms") else "-" end),
+			 (if $p.gpu_time_per_step_before_ns then (r1($p.gpu_time_per_step_before_ns / 1e6) + " -> " + r1($p.gpu_time_per_step_after_ns / 1e6) + " ms") else "-" end),
+			 (r1($es) + " -> " + r1($cs) + " ms"), r1($rt) + "%",
+			 (if $pt == null then "-" else r1($pt) + "%" end),
+			 (if $pt == null then "-" else r1(($pt - $rt) | fabs) + " pp" end),
+			 (($pc - $rc) | fabs), (if $pt == null then -1 else (($pt - $rt) | fabs) end),
+			 (if $q.cap then pct($p.peak_allocated_before; $q.cap.peak_allocated) | fabs else -1 end)] |
+			"| " + (.[0:15] | join(" | ")) + " |\t" + (.[15] | tostring) + "\t" + (.[16] | tostring) + "\t" + (.[17] | tostring)' |
 			tee -a "$rows" | cut -f1
 	done
 done
 [ -s "$rows" ] || die "no model has both a measurement and a capture"
 echo
 awk -F'\t' '
-	{ m[NR] = $2; if ($2 > mx) mx = $2; if ($2 <= 2) ok++; if ($3 >= 0) { t[++nt] = $3; if ($3 > tx) tx = $3; if ($3 < 15) tok++ } }
+	{ m[NR] = $2; if ($2 > mx) mx = $2; if ($2 <= 2) ok++; if ($3 >= 0) { t[++nt] = $3; if ($3 > tx) tx = $3; if ($3 < 15) tok++ }
+	  if ($4 >= 0) { nc++; if ($4 > cx) cx = $4 } }
 	function median(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 	END {
 		printf "peak allocated change: %d of %d pairs within 2 percentage points; error median %.2f pp, max %.2f pp\n", ok, NR, median(m, NR), mx
+		if (nc) printf "eager peak of the capture vs the same program measured: %d pairs, max %.2f%%\n", nc, cx
 		if (nt) printf "step time change: %d of %d within 15 percentage points; error median %.1f pp, max %.1f pp\n", tok, nt, median(t, nt), tx
 	}' "$rows"

@@ -220,6 +220,94 @@ Test(compile, copies_offsets_and_opaque_readers)
 	unlink(out);
 }
 
+/*
+ * Layout optimisation, one step: 0 W a weight and 1 X the step's input,
+ * both made before the forward; in forward 2 O a convolution's output and
+ * 3 S its workspace (made last): eager cuDNN transforms X and W into S
+ * (two layout kernels), 1 MiB of S is the algorithm's own. In backward 4 T
+ * a workspace holding only W's transform (W read again: its copy is saved
+ * until then). X is not read in backward: its copy is not saved.
+ */
+static const char *const names3[] = {
+	"step 0", "forward", "backward",
+	"cudnn::engines_precompiled::nchwToNhwcKernel", "sm90_xmma_fprop_conv",
+};
+
+static void write_step3(char *path, size_t len)
+{
+	struct th_sbuf b = {0};
+	th_sb_printf(&b, "gpumemsim-trace 1\nH producer test\n");
+	for (size_t i = 0; i < sizeof names3 / sizeof names3[0]; i++)
+		th_sb_printf(&b, "S %zu %s\n", i, names3[i]);
+	th_sb_printf(&b, "a 50 0x1000000 %u -\n", 4 * MiB);     /* 0 W */
+	th_sb_printf(&b, "r 100 1000 0 0\n");
+	th_sb_printf(&b, "a 105 0x2000000 %u -\n", 8 * MiB);    /* 1 X */
+	th_sb_printf(&b, "r 110 500 1 1\n");
+	th_sb_printf(&b, "a 120 0x3000000 %u -\n", 8 * MiB);    /* 2 O */
+	th_sb_printf(&b, "a 130 0x4000000 %u -\n", 13 * MiB);   /* 3 S */
+	th_sb_printf(&b, "k 140 145 7 3 1,1,1 1,1,1 1 0 1 1,3\n");
+	th_sb_printf(&b, "k 150 155 7 3 1,1,1 1,1,1 1 0 2 0,3\n");
+	th_sb_printf(&b, "k 160 165 7 4 1,1,1 1,1,1 1 0 3 2,3\n");
+	th_sb_printf(&b, "f 170 0x4000000 0 -\n");
+	th_sb_printf(&b, "r 600 900 2 1\n");
+	th_sb_printf(&b, "a 610 0x5000000 %u -\n", 4 * MiB);    /* 4 T */
+	th_sb_printf(&b, "k 620 625 7 3 1,1,1 1,1,1 1 0 4 0,4\n");
+	th_sb_printf(&b, "k 630 635 7 4 1,1,1 1,1,1 1 0 5 2,4\n");
+	th_sb_printf(&b, "f 640 0x5000000 0 -\n");
+	th_sb_printf(&b, "f 700 0x3000000 0 -\nf 950 0x2000000 0 -\n");
+	th_sb_end(&b);
+	th_tmpfile(path, len, "compile-step3", b.s);
+	free(b.s);
+}
+
+Test(compile, layout_copies_and_workspaces)
+{
+	char in[256], out[256], err[512];
+	struct compile_partition p;
+	write_step3(in, sizeof in);
+	th_tmpname(out, sizeof out, "compile-layout");
+	cr_assert_eq(compile_partition(in, out, &p, err, sizeof err), 0, "%s", err);
+	cr_expect_eq(p.layout_copies, 1);                 /* W, read in backward */
+	cr_expect_eq(p.layout_copy_bytes, 4 * MiB);
+	cr_expect_eq(p.workspaces, 2);
+	cr_expect_eq(p.workspace_bytes_saved, 16 * MiB);  /* X and W in S, W in T */
+
+	/* the copy lives from the forward's start to W's last backward reader;
+	 * S keeps its own 1 MiB; T is never made; kernel links still name the
+	 * same allocations (the copy's 'a' comes first: ids shift by one) */
+	struct trace_reader *rd = trace_reader_open(out);
+	cr_assert(rd && trace_reader_status(rd) >= 0);
+	struct trace_rec r;
+	uint64_t copy_made = 0, copy_freed = 0, s_bytes = 0, n_alloc = 0, conv_links[2] = {0, 0};
+	int t_made = 0, conv = 0;
+	while (trace_reader_next(rd, &r) == TRACE_OK) {
+		if (r.type == TREC_ALLOC) {
+			n_alloc++;
+			if (r.u.mem.bytes == 4 * MiB && r.u.mem.addr != 0x1000000)
+				copy_made = r.start;
+			if (r.u.mem.addr == 0x4000000)
+				s_bytes = r.u.mem.bytes;
+			t_made |= r.u.mem.addr == 0x5000000;
+		}
+		if (r.type == TREC_FREE && r.u.mem.bytes == 4 * MiB && r.u.mem.addr != 0x5000000)
+			copy_freed = r.start;
+		if (r.type == TREC_KERNEL && r.u.kernel.nlinks == 2 && !conv++) {
+			conv_links[0] = r.u.kernel.links[0];
+			conv_links[1] = r.u.kernel.links[1];
+		}
+	}
+	trace_reader_close(rd);
+	cr_expect_eq(copy_made, 110);
+	cr_expect_eq(copy_freed, 620);
+	cr_expect_eq(s_bytes, MiB);
+	cr_expect_eq(t_made, 0);
+	cr_expect_eq(n_alloc, 5);                        /* W X copy O S */
+	cr_expect_eq(conv_links[0], 1);                   /* the first layout kernel: X, S */
+	cr_expect_eq(conv_links[1], 4);
+	unlink(in);
+	unlink(out);
+}
+
 Test(compile, cli_json_peak_falls_by_the_recomputed_tensor)
 {
 	char in[256], out[256], js[256], er[256], args[1024];

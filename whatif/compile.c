@@ -6,8 +6,10 @@
  * produced it and which kernels read it in backward; per kernel its class
  * (from its name), host launch time and links. It decides which saved
  * activations the compiled program recomputes, and writes the trace again
- * with their frees moved to just after their last forward use. The fusion
- * stage (fusion.c) then fuses pointwise chains of the result.
+ * with their frees moved to just after their last forward use, and the
+ * channels-last copies Inductor's layout optimisation makes of a
+ * convolutional graph's inputs added. The fusion stage (fusion.c) then
+ * fuses pointwise chains of the result.
  */
 #include "compile.h"
 
@@ -89,6 +91,22 @@ struct cp_alloc {
 	uint32_t bwd_users;          /* linked kernels in its backward (saturating) */
 	uint8_t bwd_library;         /* one of them is a library kernel */
 	uint8_t recompute;
+	uint8_t copied;              /* has a channels-last copy (its 'a' fields are
+				      * the copy's) */
+	uint64_t layout_bytes;       /* a cuDNN workspace: what eager's layout
+				      * transforms kept in it (NHWC copies) */
+	uint32_t copy;               /* its latest channels-last copy (cp.copies), or NONE */
+};
+
+/* A channels-last copy the compiled program makes of a graph input (a
+ * parameter or the step's input) that eager cuDNN transforms to NHWC in
+ * forward: made when its forward starts, saved for backward (the
+ * convolution's data and weight gradients read it), freed after its last
+ * backward reader. */
+struct cp_copy_cl {
+	uint64_t id;                 /* the allocation it copies */
+	uint64_t t_alloc, t_free;    /* its forward's start; its last backward use */
+	uint32_t bwd;                /* that backward */
 };
 
 struct cp_kernel {
@@ -118,6 +136,8 @@ struct cp {
 	size_t ndtod, cap_dtod;
 	struct compile_kclass_cache cls;
 	uint32_t *bwd_of;            /* per forward: its backward, or NONE */
+	struct cp_copy_cl *copies;   /* in order of t_alloc */
+	size_t ncopies, cap_copies;
 };
 
 /* Index of the range of V (sorted, disjoint) containing T, or NONE. */
@@ -228,6 +248,59 @@ static void note_use(struct cp *c, struct cp_alloc *a, uint32_t ki)
 		a->bwd_pool = 1;
 }
 
+/* Layout optimisation: Inductor runs a convolutional graph channels-last,
+ * so what eager cuDNN transforms NCHW -> NHWC in forward and was made before
+ * that forward (a weight, the step's input) is a graph input the compiled
+ * forward copies to channels-last at its start and saves for backward. A
+ * layout kernel reading allocation ID in forward starts a copy; its
+ * backward readers extend it. -1: out of memory. */
+static int note_copy(struct cp *c, uint64_t id, uint32_t ki)
+{
+	const struct cp_kernel *k = &c->k[ki];
+	struct cp_alloc *a = &c->a[id];
+	uint32_t f = compile_range_at(c->fwd, c->nfwd, k->launch);
+	if (f != NONE) {
+		if (k->cls != K_LAYOUT || a->t_alloc >= c->fwd[f].start || c->bwd_of[f] == NONE)
+			return 0;
+		if (a->copy != NONE && c->copies[a->copy].t_alloc == c->fwd[f].start)
+			return 0;        /* copied in this forward already */
+		struct cp_copy_cl cc = {id, c->fwd[f].start, 0, c->bwd_of[f]};
+		if (PUSH(c->copies, c->ncopies, c->cap_copies, cc) < 0)
+			return -1;
+		a->copy = (uint32_t)(c->ncopies - 1);
+		return 0;
+	}
+	if (a->copy == NONE)
+		return 0;
+	struct cp_copy_cl *cc = &c->copies[a->copy];
+	const struct compile_range *b = &c->bwd[cc->bwd];
+	if (k->launch >= b->start && k->launch <= b->end)
+		cc->t_free = k->launch;
+	return 0;
+}
+
+/* Eager cuDNN runs an NCHW convolution by transforming its operands to
+ * NHWC inside the workspace it is given: a layout kernel links the tensor
+ * and the workspace, made last (a convolution's output is allocated before
+ * its workspace). The compiled program, channels-last, needs none of those
+ * copies: note their bytes against the workspace. */
+static void note_layout(struct cp *c, uint32_t ki)
+{
+	const struct cp_kernel *k = &c->k[ki];
+	if (k->cls != K_LAYOUT || k->nlinks < 2 ||
+	    (compile_range_at(c->fwd, c->nfwd, k->launch) == NONE &&
+	     compile_range_at(c->bwd, c->nbwd, k->launch) == NONE))
+		return;
+	uint64_t ws = 0, other = 0;
+	for (uint32_t l = 0; l < k->nlinks; l++)
+		if (c->links[k->loff + l] > ws)
+			ws = c->links[k->loff + l];
+	for (uint32_t l = 0; l < k->nlinks; l++)
+		if (c->links[k->loff + l] != ws)
+			other += c->a[c->links[k->loff + l]].bytes;
+	c->a[ws].layout_bytes += other;
+}
+
 static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t errlen)
 {
 	struct u64map live;
@@ -241,7 +314,7 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 		case TREC_ALLOC: {
 			struct cp_alloc a = {.addr = rec.u.mem.addr, .bytes = rec.u.mem.bytes,
 					     .t_alloc = rec.start, .t_free = UINT64_MAX,
-					     .producer = NONE, .last_fwd_k = NONE};
+					     .producer = NONE, .last_fwd_k = NONE, .copy = NONE};
 			int dev = rec.u.mem.kind != TMEM_PAGEABLE && rec.u.mem.kind != TMEM_PINNED;
 			a.fwd = dev ? compile_range_at(c->fwd, c->nfwd, rec.start) : NONE;
 			if ((rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, c->na) < 0) ||
@@ -297,7 +370,10 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 				if (PUSH(c->links, c->nlinks, c->cap_links, id) < 0)
 					goto nomem;
 				note_use(c, &c->a[id], ki);
+				if (note_copy(c, id, ki) < 0)
+					goto nomem;
 			}
+			note_layout(c, ki);
 			break;
 		}
 		default:
@@ -417,6 +493,12 @@ static int opaque_reader(const struct cp *c, const struct cp_alloc *a)
 	return (last == a->producer || k->nlinks == 1) && !next->nlinks && next->cls == K_LIBRARY;
 }
 
+static int cmp_copy_cl(const void *x, const void *y)
+{
+	const struct cp_copy_cl *a = x, *b = y;
+	return a->t_alloc < b->t_alloc ? -1 : a->t_alloc > b->t_alloc ? 1 : (a->id > b->id) - (a->id < b->id);
+}
+
 static void decide(struct cp *c, struct compile_partition *p)
 {
 	if (c->nopaque)
@@ -426,6 +508,29 @@ static void decide(struct cp *c, struct compile_partition *p)
 	memset(p, 0, sizeof *p);
 	for (size_t f = 0; f < c->nfwd; f++)
 		p->steps += c->bwd_of[f] != NONE;
+	/* a copy no backward kernel reads is not saved: the compiled forward
+	 * frees it, a transient left out */
+	size_t nc = 0;
+	for (size_t i = 0; i < c->ncopies; i++)
+		if (c->copies[i].t_free)
+			c->copies[nc++] = c->copies[i];
+	c->ncopies = nc;
+	qsort(c->copies, c->ncopies, sizeof *c->copies, cmp_copy_cl);
+	for (uint64_t id = 0; id < c->na; id++) {
+		struct cp_alloc *a = &c->a[id];
+		if (!a->layout_bytes)
+			continue;
+		if (a->layout_bytes > a->bytes)
+			a->layout_bytes = a->bytes;
+		p->workspaces++;
+		p->workspace_bytes_saved += a->layout_bytes;
+		a->drop = a->layout_bytes == a->bytes;  /* nothing else in it */
+	}
+	for (size_t i = 0; i < c->ncopies; i++) {
+		c->a[c->copies[i].id].copied = 1;
+		p->layout_copies++;
+		p->layout_copy_bytes += c->a[c->copies[i].id].bytes;
+	}
 	for (uint64_t id = 0; id < c->na; id++) {
 		struct cp_alloc *a = &c->a[id];
 		if (a->fwd == NONE || c->bwd_of[a->fwd] == NONE)
@@ -512,17 +617,73 @@ static int write_free(struct cp_out *o, const struct cp *c, const struct cp_free
 	return trace_strmap_rec(&o->sm, &r) < 0 ? -1 : trace_writer_record(o->w, &r);
 }
 
+/* Channels-last copies get addresses no capture uses, one per copy. */
+#define COPY_ADDR(i) (0xc0de00000000ull + (uint64_t)(i) * 0x1000)
+
+/* Copy I's allocation (ALLOC) or free, with its original's 'a' fields. */
+static int write_copy(struct cp_out *o, const struct cp *c, size_t i, int alloc,
+		      const struct trace_mem *made)
+{
+	const struct cp_copy_cl *cc = &c->copies[i];
+	struct trace_rec r;
+	memset(&r, 0, sizeof r);
+	r.type = alloc ? TREC_ALLOC : TREC_FREE;
+	r.start = r.end = alloc ? cc->t_alloc : cc->t_free;
+	r.u.mem = made[cc->id];
+	r.u.mem.id = 0;
+	r.u.mem.addr = COPY_ADDR(i);
+	r.u.mem.bytes = c->a[cc->id].bytes;
+	r.u.mem.corr = 0;
+	return trace_strmap_rec(&o->sm, &r) < 0 ? -1 : trace_writer_record(o->w, &r);
+}
+
+/* What pass 2 adds, in time order: early frees (EV, by allocation id),
+ * copies made (CA, by copy index, already in time order), copies freed
+ * (CF, by copy index). */
+struct cp_due {
+	const struct cp_free *ev, *cf;
+	size_t nev, ncopies, next, nca, ncf;
+};
+
+/* Write everything due before time T (all with T = UINT64_MAX); ALLOCS
+ * counts the 'a' records written. 0 or -1. */
+static int write_due(struct cp_out *o, const struct cp *c, struct cp_due *d, uint64_t t,
+		     const struct trace_mem *made, uint64_t *allocs)
+{
+	for (;;) {
+		uint64_t te = d->next < d->nev ? d->ev[d->next].t : UINT64_MAX;
+		uint64_t ta = d->nca < d->ncopies ? c->copies[d->nca].t_alloc : UINT64_MAX;
+		uint64_t tf = d->ncf < d->ncopies ? d->cf[d->ncf].t : UINT64_MAX;
+		uint64_t m = te < ta ? te : ta;
+		m = m < tf ? m : tf;
+		if (m == UINT64_MAX || (t != UINT64_MAX && m >= t))
+			return 0;
+		if (m == te) {
+			if (write_free(o, c, &d->ev[d->next++], made) < 0)
+				return -1;
+		} else if (m == ta) {
+			if (write_copy(o, c, d->nca++, 1, made) < 0)
+				return -1;
+			(*allocs)++;
+		} else if (write_copy(o, c, d->cf[d->ncf++].id, 0, made) < 0) {
+			return -1;
+		}
+	}
+}
+
 static int write_partitioned(const struct cp *c, struct trace_reader *rd, const char *out,
 			     const struct compile_partition *p, char *err, size_t errlen)
 {
 	struct cp_out o;
 	struct trace_rec rec;
-	struct cp_free *ev = NULL;
-	struct trace_mem *made = NULL;   /* per recomputed allocation: its 'a' fields */
-	uint64_t *newid = NULL;          /* allocation id -> id without the dropped */
+	struct cp_free *ev = NULL, *cf = NULL;
+	struct trace_mem *made = NULL;   /* per recomputed or copied allocation: its 'a' fields */
+	uint64_t *newid = NULL;          /* allocation id -> id in the output */
+	uint64_t nout = 0;               /* 'a' records written */
+	struct cp_due due;
 	struct trace_label *labels = NULL;
 	uint64_t links[TRACE_MAX_LINKS], aidx = 0, kidx = 0;
-	size_t nev = 0, next = 0;
+	size_t nev = 0;
 	char lbuf[64];
 	int st, ret = -1;
 	struct u64map live;
@@ -530,19 +691,21 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	memset(&o, 0, sizeof o);
 	u64map_init(&live);
 	ev = malloc((p->recomputed ? p->recomputed : 1) * sizeof *ev);
+	cf = malloc((c->ncopies ? c->ncopies : 1) * sizeof *cf);
 	made = calloc(c->na ? c->na : 1, sizeof *made);
 	newid = malloc((c->na ? c->na : 1) * sizeof *newid);
 	const struct trace_header *h0 = trace_reader_header(rd);
 	labels = calloc(h0->nlabels + 1, sizeof *labels);
-	if (!ev || !made || !newid || !labels)
+	if (!ev || !cf || !made || !newid || !labels)
 		goto nomem;
-	for (uint64_t id = 0, n = 0; id < c->na; id++) {
-		newid[id] = n;
-		n += !c->a[id].drop;
+	for (uint64_t id = 0; id < c->na; id++)
 		if (c->a[id].recompute && !c->a[id].drop)
 			ev[nev++] = (struct cp_free){c->a[id].last_fwd_use, id};
-	}
 	qsort(ev, nev, sizeof *ev, cmp_free);
+	for (size_t i = 0; i < c->ncopies; i++)
+		cf[i] = (struct cp_free){c->copies[i].t_free, i};
+	qsort(cf, c->ncopies, sizeof *cf, cmp_free);
+	due = (struct cp_due){.ev = ev, .cf = cf, .nev = nev, .ncopies = c->ncopies};
 	struct trace_header h = *h0;
 	if (h0->nlabels)
 		memcpy(labels, h0->labels, h0->nlabels * sizeof *labels);
@@ -560,19 +723,18 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	}
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		int keep = 1;
-		/* early frees due by now go first, in time order */
-		while (next < nev && ev[next].t < rec.start) {
-			if (write_free(&o, c, &ev[next], made) < 0)
-				goto werr;
-			next++;
-		}
+		/* early frees and copies due by now go first, in time order */
+		if (write_due(&o, c, &due, rec.start, made, &nout) < 0)
+			goto werr;
 		switch (rec.type) {
 		case TREC_ALLOC:
 			keep = !c->a[aidx].drop;
-			if (c->a[aidx].recompute)
+			newid[aidx] = keep ? nout++ : UINT64_MAX;
+			if (c->a[aidx].recompute || c->a[aidx].copied)
 				made[aidx] = rec.u.mem;
 			if (c->a[aidx].shrink)
 				rec.u.mem.bytes = (rec.u.mem.bytes + 7) / 8;
+			rec.u.mem.bytes -= c->a[aidx].layout_bytes;
 			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, aidx) < 0)
 				goto nomem;
 			aidx++;
@@ -580,12 +742,14 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 		case TREC_FREE: {
 			uint64_t id;
 			int found = u64map_del(&live, rec.u.mem.addr, &id);
-			if (found && c->a[id].recompute) {
+			if (found && (c->a[id].recompute || c->a[id].drop)) {
 				keep = 0;        /* freed early already, or never made */
 				break;
 			}
 			if (found && c->a[id].shrink && rec.u.mem.bytes)
 				rec.u.mem.bytes = (rec.u.mem.bytes + 7) / 8;
+			if (found && rec.u.mem.bytes)
+				rec.u.mem.bytes -= c->a[id].layout_bytes;
 			break;
 		}
 		case TREC_KERNEL: {
@@ -619,9 +783,8 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	for (; next < nev; next++)
-		if (write_free(&o, c, &ev[next], made) < 0)
-			goto werr;
+	if (write_due(&o, c, &due, UINT64_MAX, made, &nout) < 0)
+		goto werr;
 	struct trace_writer *w = o.w;
 	o.w = NULL;
 	if (trace_xform_close(w, rd, err, errlen) < 0)
@@ -640,6 +803,7 @@ out:
 	u64map_free(&live);
 	trace_strmap_free(&o.sm);
 	free(ev);
+	free(cf);
 	free(made);
 	free(newid);
 	free(labels);
@@ -655,6 +819,7 @@ static void cp_free_all(struct cp *c)
 	free(c->bwd);
 	free(c->opaque);
 	free(c->dtod);
+	free(c->copies);
 	compile_kclass_cache_free(&c->cls);
 	free(c->bwd_of);
 }

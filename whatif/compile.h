@@ -42,6 +42,11 @@ struct compile_partition {
 				      * of an in-place activation's input */
 	uint64_t offsets, offsets_bytes_saved;  /* max-pool indices kept as int8
 				      * offsets: how many, and the bytes that saves */
+	uint64_t layout_copies, layout_copy_bytes;  /* channels-last copies of
+				      * graph inputs (weights, the step's input)
+				      * made in forward and saved for backward */
+	uint64_t workspaces, workspace_bytes_saved;  /* cuDNN workspaces that held
+				      * eager's NHWC copies, and those bytes */
 	/* why the others stay saved (counts) */
 	uint64_t keep_producer;      /* made by a convolution, GEMM, normalisation,
 				      * reduction, random or opaque kernel */
