@@ -946,8 +946,7 @@ static int eager_times(const char *in, const struct compile_options *o,
 /*
  * Step time after: the eager step with its GPU time replaced by the
  * compiled program's (compile_time.c): what the GPU saves, the step saves,
- * as long as the GPU stays busier than the compiled host (Inductor launches
- * its kernels from one generated function, without eager's dispatch).
+ * but never less than the least its launches take the host.
  */
 static void compiled_step(struct compile_report *rep)
 {
@@ -955,6 +954,9 @@ static void compiled_step(struct compile_report *rep)
 			(int64_t)rep->gpu_after.gpu_ns;
 	if (after < (int64_t)rep->gpu_after.gpu_ns)
 		after = (int64_t)rep->gpu_after.gpu_ns;
+	/* ... and never less than its launches take the host */
+	if (after < (int64_t)rep->gpu_after.host_min_ns)
+		after = (int64_t)rep->gpu_after.host_min_ns;
 	rep->step_after_ns = (uint64_t)after;
 	rep->timed = 1;
 }

@@ -78,6 +78,8 @@ struct compile_gpu {
 	uint64_t steps;              /* steps averaged */
 	uint64_t gpu_ns;             /* kernel time per step */
 	uint64_t launches;           /* kernels per step */
+	uint64_t host_min_ns;        /* model 1: the least the host takes to launch
+				      * them (compile_time.c) */
 	uint64_t layout_ns;          /* per step: layout transforms not run (model) */
 	uint64_t floor_ns;           /* the shortest element-wise kernel */
 	double bw_median;            /* bytes/s the capture's element-wise kernels
