@@ -121,24 +121,33 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 			for (char *p = b1; *p; p++)
 				if (*p == '"')
 					*p = '\'';
+			/* the label is made in LI, then either appended to an earlier
+			 * one or kept: appending one row of LAB to another (j < i, never
+			 * the same) reads to GCC's -Wrestrict as a possible overlap */
+			char li[sizeof lab[0]];
 			if (y > top)
-				snprintf(lab[i], sizeof lab[i], "%s (%s, off scale)", b1,
+				snprintf(li, sizeof li, "%s (%s, off scale)", b1,
 					 size_fmt(tr[i]->peak_reserved, b3, sizeof b3));
 			else
-				snprintf(lab[i], sizeof lab[i], "%s", b1);
+				snprintf(li, sizeof li, "%s", b1);
 			px[i] = tr[i]->step_time_ns / 1e6;
 			py[i] = y > top ? top * 0.97 : y;
 			/* settings that land on (nearly) one point share one label,
 			 * instead of printing over each other */
+			int shared = 0;
 			for (int j = 0; j < i; j++) {
 				if (!lab[j][0] || fabs(px[j] - px[i]) > 0.02 * xmax * 1.25 ||
 				    fabs(py[j] - py[i]) > 0.03 * top)
 					continue;
 				size_t k = strlen(lab[j]);
-				snprintf(lab[j] + k, sizeof lab[j] - k, ", %s", lab[i]);
-				lab[i][0] = 0;
+				snprintf(lab[j] + k, sizeof lab[j] - k, ", %s", li);
+				shared = 1;
 				break;
 			}
+			if (shared)
+				lab[i][0] = 0;
+			else
+				memcpy(lab[i], li, strlen(li) + 1);
 		}
 		for (int i = 0; i < m; i++)
 			fprintf(d, "%.6f %.6f %d \"%s\"\n", px[i], py[i], front[i], lab[i]);

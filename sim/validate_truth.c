@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/tmpfile.h"
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "../traces/trace.h"
@@ -170,7 +171,7 @@ static uint64_t stat_u64(const char *json, const char *key)
 static int validate_one(const char *dir, const char *name, enum device_addr_mode mode,
 			struct validate_torch_row *rr, char *err, size_t errlen)
 {
-	char in[4096], jpath[4096], tmp[64], conf[512], fr[64], c0[256];
+	char in[4096], jpath[4096], tmp[4096], conf[512], fr[64], c0[256];
 	struct op_log real = {0}, sim = {0};
 	struct sim_result res;
 	char *json = NULL;
@@ -178,15 +179,14 @@ static int validate_one(const char *dir, const char *name, enum device_addr_mode
 	double total = 0, fraction = 1;
 	snprintf(in, sizeof in, "%s/%s.trace.gz", dir, name);
 	snprintf(jpath, sizeof jpath, "%s/%s.json", dir, name);
-	snprintf(tmp, sizeof tmp, "/tmp/gpumemsim-validate-XXXXXX");
 	memset(rr, 0, sizeof *rr);
 	snprintf(rr->name, sizeof rr->name, "%s", name);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+	/* the imported trace goes to TMPDIR, as every temporary trace does */
+	if (tmp_file(tmp, sizeof tmp, "validate") < 0) {
+		snprintf(err, errlen, "cannot create a temporary file in %s: %s", tmp_dir(),
+			 strerror(errno));
 		return -1;
 	}
-	close(fd);
 	json = import_torch_slurp(jpath);
 	if (!json) {
 		snprintf(err, errlen, "%s: cannot read: %s", jpath, strerror(errno));
@@ -468,15 +468,13 @@ static int replay_row(const char *trace, const char *policy, const char *conf,
 static int replay_filtered(const char *in, const char *policy, const char *conf,
 			   struct validate_pool_row *row, char *err, size_t errlen)
 {
-	char tmp[64];
+	char tmp[4096];
 	int rc = -1;
-	snprintf(tmp, sizeof tmp, "/tmp/gpumemsim-vpool-XXXXXX");
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+	if (tmp_file(tmp, sizeof tmp, "vpool") < 0) {
+		snprintf(err, errlen, "cannot create a temporary file in %s: %s", tmp_dir(),
+			 strerror(errno));
 		return -1;
 	}
-	close(fd);
 	if (filter_capture(in, tmp, &row->fs, err, errlen) == 0)
 		rc = replay_row(tmp, policy, conf, SIM_XLA_OFF, row, err, errlen);
 	unlink(tmp);

@@ -481,6 +481,63 @@ Test(batch_fit, steady_state_free_at_the_cut_is_dropped)
 	unlink(q);
 }
 
+/* Allocation ids are ordinals of 'a' records, so a steady state without the
+ * warm-up's allocations renumbers the links of the kernels it keeps: the
+ * third allocation becomes the second once the first is gone, and a link to
+ * a dropped allocation goes (a warm-up kernel is kept, its buffer is not). */
+Test(batch_fit, steady_state_renumbers_kernel_links)
+{
+	char p[64], q[64], err[512];
+	th_tmpfile(p, sizeof p, "batch_fit_renum_in",
+		   "gpumemsim-trace 1\n"
+		   "L batch=8\n"
+		   "S 0 step 0\n"
+		   "S 1 step 1\n"
+		   "S 2 gemm\n"
+		   "a 1000 0x1000 1048576 -\n"                  /* id 0: warm-up only */
+		   "a +10 0x2000 4194304 -\n"                   /* id 1: weights */
+		   "r +10 +100 0 0\n"
+		   "k +10 +20 7 2 1,1,1 1,1,1 0 0 1 0,1\n"
+		   "k +10 +20 7 2 1,1,1 1,1,1 0 0 2 0\n"
+		   "f +10 0x1000 1048576 -\n"
+		   "r +10 +100 1 0\n"
+		   "a +10 0x3000 8388608 -\n"                   /* id 2 */
+		   "k +10 +20 7 2 1,1,1 1,1,1 0 0 3 2,1\n"
+		   "f +10 0x3000 8388608 -\n"
+		   "f +10 0x2000 4194304 -\n");
+	th_tmpname(q, sizeof q, "batch_fit_renum_out");
+	struct bf_trace *t = load(p);
+	cr_assert_eq(bf_write_from_range(t, "step 1", q, err, sizeof err), 0, "%s", err);
+	bf_free(t);
+	/* corr 1: 0,1 -> 0; corr 2: only the dropped one -> none; corr 3: 2,1 -> 1,0 */
+	const uint64_t want[3][2] = {{0}, {0}, {1, 0}};
+	const uint32_t nwant[3] = {1, 0, 2};
+	struct trace_reader *rd = trace_reader_open(q);
+	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
+	struct trace_rec r;
+	uint32_t nk = 0, na = 0;
+	int rc;
+	while ((rc = trace_reader_next(rd, &r)) == TRACE_OK) {
+		na += r.type == TREC_ALLOC;
+		if (r.type != TREC_KERNEL)
+			continue;
+		cr_assert_lt(nk, 3);
+		cr_assert_eq(r.u.kernel.corr, nk + 1);
+		cr_assert_eq(r.u.kernel.nlinks, nwant[nk], "kernel %u: %u links", nk + 1,
+			     r.u.kernel.nlinks);
+		for (uint32_t i = 0; i < r.u.kernel.nlinks; i++)
+			cr_assert_eq(r.u.kernel.links[i], want[nk][i], "kernel %u link %u: %llu",
+				     nk + 1, i, (unsigned long long)r.u.kernel.links[i]);
+		nk++;
+	}
+	cr_assert_eq(rc, TRACE_EOF, "%s", trace_reader_error(rd));
+	cr_assert_eq(nk, 3);
+	cr_assert_eq(na, 2);
+	trace_reader_close(rd);
+	unlink(p);
+	unlink(q);
+}
+
 /* Kernel links survive the batch fit: loaded into the trace's own pool
  * (moved while it grows past its first 4096 ids), written back by
  * bf_synth as captured. */

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../base/tmpfile.h"
 #include "../base/vec.h"
 #include "text_input.h"
 #include "trace.h"
@@ -482,17 +483,19 @@ static int convert_pickle(const char *in, char *tmp, size_t tmplen, char *err, s
 			snprintf(script, sizeof script, "traces/torch_snapshot_to_text.py");
 		helper = script;
 	}
-	snprintf(tmp, tmplen, "/tmp/gpumemsim-torch-XXXXXX");
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot create a temporary file: %s", in, strerror(errno));
+	/* in TMPDIR like every other temporary trace: /tmp may be small or
+	 * not ours to write */
+	if (tmp_file(tmp, tmplen, "torch") < 0) {
+		snprintf(err, errlen, "%s: cannot create a temporary file in %s: %s", in, tmp_dir(),
+			 strerror(errno));
+		tmp[0] = '\0';
 		return -1;
 	}
-	close(fd);
 	pid_t pid = fork();
 	if (pid < 0) {
-		unlink(tmp);
 		snprintf(err, errlen, "%s: fork: %s", in, strerror(errno));
+		unlink(tmp);
+		tmp[0] = '\0';
 		return -1;
 	}
 	if (pid == 0) {
@@ -504,6 +507,7 @@ static int convert_pickle(const char *in, char *tmp, size_t tmplen, char *err, s
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		unlink(tmp);
+		tmp[0] = '\0';
 		snprintf(err, errlen, "%s: the pickle converter (python3 %s) failed%s", in, helper,
 			 WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " to start" : "");
 		return -1;
@@ -534,7 +538,7 @@ int import_torch_snapshot_labeled(const char *in, const char *out, const char *j
 				  struct import_torch_stats *stats, char *err, size_t errlen)
 {
 	struct it_state s;
-	char tmp[64] = "", jpath[4096], line[IT_LINE_MAX];
+	char tmp[4096] = "", jpath[4096], line[IT_LINE_MAX];
 	char *json = NULL;
 	struct text_input *ti = NULL;
 	int rc = -1;

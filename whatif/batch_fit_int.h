@@ -151,8 +151,10 @@ int bf_template_site_bounds(const struct bf_model *m, size_t kt, size_t s, uint6
 int bf_synth_which(const struct bf_model *m, uint64_t batch, int which, const char *path,
 		   char *err, size_t errlen);
 /* batch_fit_synth.c: write T to PATH (atomically) without the records DROP
- * (one flag per record) marks, strings re-interned; segment records and OOM
- * markers, which belong to the captured run, never go. 0, or -1 with ERR. */
+ * (one flag per record) marks, strings re-interned, kernel links renumbered
+ * to the allocations kept (links to dropped ones removed); segment records
+ * and OOM markers, which belong to the captured run, never go. 0, or -1
+ * with ERR. */
 int bf_write_records(const struct bf_trace *t, const uint8_t *drop, const char *path,
 		     char *err, size_t errlen);
 

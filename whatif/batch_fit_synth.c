@@ -313,14 +313,25 @@ int bf_write_records(const struct bf_trace *t, const uint8_t *drop, const char *
 {
 	struct trace_writer *w = NULL;
 	uint32_t *sid = malloc((t->nstr ? t->nstr : 1) * sizeof *sid);
+	/* old allocation id -> new: ids are ordinals of the 'a' records written,
+	 * so each dropped one moves the later ones down (as fusion's pass 2) */
+	uint64_t *newid = malloc((t->nalloc ? t->nalloc : 1) * sizeof *newid);
+	uint64_t links[TRACE_MAX_LINKS], ndropped = 0;
 	int ret = -1;
 
-	if (!sid) {
+	if (!sid || !newid) {
 		snprintf(err, errlen, "%s: out of memory", path);
+		free(sid);
+		free(newid);
 		return -1;
 	}
 	for (uint32_t i = 0; i < t->nstr; i++)
 		sid[i] = TRACE_NO_STRING;
+	for (size_t s = 0; s < t->nalloc; s++) {
+		int gone = drop[t->alloc_rec[s]];
+		newid[s] = gone ? UINT64_MAX : s - ndropped;
+		ndropped += (uint64_t)gone;
+	}
 	w = trace_writer_open(path, TRACE_W_ATOMIC, err, errlen);
 	if (!w)
 		goto out;
@@ -332,6 +343,20 @@ int bf_write_records(const struct bf_trace *t, const uint8_t *drop, const char *
 		struct trace_rec o;
 		if (drop[i] || rec_out(w, t, sid, &t->rec[i], &o))
 			continue;
+		if (o.type == TREC_KERNEL && ndropped) {
+			/* a link to a dropped allocation goes with it; one past the
+			 * trace's allocations (which validate rejects) stays past
+			 * them rather than naming a kept one */
+			uint32_t n = 0;
+			for (uint32_t l = 0; l < o.u.kernel.nlinks && n < TRACE_MAX_LINKS; l++) {
+				uint64_t id = o.u.kernel.links[l];
+				uint64_t to = id < t->nalloc ? newid[id] : id - ndropped;
+				if (to != UINT64_MAX)
+					links[n++] = to;
+			}
+			o.u.kernel.nlinks = n;
+			o.u.kernel.links = n ? links : NULL;
+		}
 		if (trace_writer_record(w, &o) < 0) {
 			snprintf(err, errlen, "%s: writing failed (from %s:%" PRIu64 ")", path, t->path,
 				 t->rec[i].line);
@@ -348,6 +373,7 @@ out:
 	if (w)
 		trace_writer_abort(w);
 	free(sid);
+	free(newid);
 	return ret;
 }
 

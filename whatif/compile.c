@@ -515,7 +515,8 @@ static void decide(struct cp *c, struct compile_partition *p)
 		if (c->copies[i].t_free)
 			c->copies[nc++] = c->copies[i];
 	c->ncopies = nc;
-	qsort(c->copies, c->ncopies, sizeof *c->copies, cmp_copy_cl);
+	if (c->ncopies)
+		qsort(c->copies, c->ncopies, sizeof *c->copies, cmp_copy_cl);
 	for (uint64_t id = 0; id < c->na; id++) {
 		struct cp_alloc *a = &c->a[id];
 		if (!a->layout_bytes)
