@@ -32,6 +32,11 @@ static const struct cli_opt compile_opts[] = {
 			    "traces/fusion_rules/torch_inductor_like.rules)"},
 	{"--bandwidth", "BW", "bandwidth of the fused kernels' duration model, e.g.\n"
 			      "4.8TB/s (default: measured from the trace)"},
+	{"--zero-grad", "WHERE", "where the loop frees the previous gradients:\n"
+				 "'as-captured' (default) or 'before-forward' (the\n"
+				 "capture freed them after the forward pass, as\n"
+				 "capture/torch/train_torch.py; this moves those frees\n"
+				 "to the step's start, before and after compile)"},
 	{"--no-timing", NULL, "skip the step-time prediction (memory only)"},
 	{"--json", NULL, "the report as one JSON object on stdout"},
 	CLI_OPT_END,
@@ -78,6 +83,11 @@ static void print_json(const char *trace, const char *out, const char *policy,
 	else
 		json_null(&j);
 	json_kv_string(&j, "policy", policy);
+	json_kv_string(&j, "zero_grad", r->zero_grad_first ? "before-forward" : "as-captured");
+	if (r->zero_grad_first) {
+		json_kv_u64(&j, "zero_grad_frees_moved", r->zero_grad.frees_moved);
+		json_kv_u64(&j, "zero_grad_bytes_moved", r->zero_grad.bytes_moved);
+	}
 	json_key(&j, "steady_from");
 	if (steady)
 		json_string(&j, steady);
@@ -166,6 +176,11 @@ static void print_text(const char *trace, const char *out, const char *policy,
 	printf("eager capture  %s: %" PRIu64 " forward/backward steps; peaks replayed with %s%s%s%s\n",
 	       trace, p->steps, policy, steady ? " from range '" : " over the whole trace",
 	       steady ? steady : "", steady ? "' on" : "");
+	if (r->zero_grad_first)
+		printf("zero_grad      before the forward pass: %" PRIu64 " gradients (%s) freed at their\n"
+		       "               step's start in %" PRIu64 " steps instead of after its forward\n",
+		       r->zero_grad.frees_moved, size_fmt(r->zero_grad.bytes_moved, b1, sizeof b1),
+		       r->zero_grad.steps);
 	printf("saved          %.0f tensors, %s per step (made in forward, freed in backward)\n",
 	       (double)p->saved / (double)n, size_fmt(p->saved_bytes / n, b1, sizeof b1));
 	printf("partitioner    recomputes %.0f of them in backward, %s per step (%.0f of them copies\n"
@@ -260,6 +275,14 @@ int cmd_whatif_compile(int argc, char **argv)
 			if (cli_parse_bandwidth(v, &opt.bandwidth) < 0) {
 				fprintf(stderr, CMD ": --bandwidth '%s': expected a rate such as "
 					"4.8TB/s, 900GB/s or 3e12 (bytes/s, at least 1MB/s)\n", v);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(o, "--zero-grad")) {
+			if (!strcmp(v, "before-forward")) {
+				opt.zero_grad_first = 1;
+			} else if (strcmp(v, "as-captured")) {
+				fprintf(stderr, CMD ": --zero-grad '%s': expected as-captured or "
+					"before-forward\n", v);
 				return EXIT_USAGE;
 			}
 		} else if (!strcmp(o, "--no-timing")) {

@@ -327,6 +327,62 @@ Test(compile, host_launch_lower_bound)
 	unlink(in);
 }
 
+/* --zero-grad before-forward: the free that opens the backward range
+ * (before its first launch: zero_grad) goes to its step's start; the one
+ * after the launch stays. */
+Test(compile, zero_grad_moves_to_the_step_start)
+{
+	char in[256], out[256], err[512];
+	struct zero_grad_report r;
+	struct th_sbuf b = {0};
+	th_sb_printf(&b, "gpumemsim-trace 1\nH producer test\n"
+			 "S 0 step 1\nS 1 forward\nS 2 backward\nS 3 k\nS 4 cudaLaunchKernel\n");
+	th_sb_printf(&b, "a 10 0x1000 %u -\n", MiB);            /* a gradient */
+	th_sb_printf(&b, "r 100 1000 0 0\na 110 0x2000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "r 120 400 1 1\np 130 135 4 1\nk 140 150 7 3 1,1,1 1,1,1 1 0 1 -\n");
+	th_sb_printf(&b, "r 500 900 2 1\nf 510 0x1000 0 -\np 520 525 4 2\n");
+	th_sb_printf(&b, "f 530 0x2000 0 -\nk 540 550 7 3 1,1,1 1,1,1 1 0 2 -\n");
+	th_sb_end(&b);
+	th_tmpfile(in, sizeof in, "zero-grad", b.s);
+	free(b.s);
+	th_tmpname(out, sizeof out, "zero-grad-out");
+	cr_assert_eq(zero_grad_first(in, out, &r, err, sizeof err), 0, "%s", err);
+	cr_expect_eq(r.frees_moved, 1);
+	cr_expect_eq(r.bytes_moved, MiB);
+	cr_expect_eq(r.steps, 1);
+	struct trace_reader *rd = trace_reader_open(out);
+	cr_assert(rd && trace_reader_status(rd) >= 0);
+	struct trace_rec x;
+	int order = 0, grad_at = -1, x_at = -1, frees = 0;
+	while (trace_reader_next(rd, &x) == TRACE_OK) {
+		order++;
+		if (x.type == TREC_FREE) {
+			frees++;
+			if (x.u.mem.addr == 0x1000)
+				grad_at = order;
+		}
+		if (x.type == TREC_ALLOC && x.u.mem.addr == 0x2000)
+			x_at = order;
+	}
+	cr_expect_eq(trace_reader_trailer(rd)->present, 1);
+	trace_reader_close(rd);
+	cr_expect_eq(frees, 2);
+	cr_expect(grad_at > 0 && grad_at < x_at, "gradient freed at record %d, input made at %d",
+		  grad_at, x_at);
+	unlink(in);
+	unlink(out);
+	/* a trace without the ranges is refused */
+	struct th_sbuf c = {0};
+	th_sb_printf(&c, "gpumemsim-trace 1\nH producer test\na 10 0x1000 512 -\n");
+	th_sb_end(&c);
+	th_tmpfile(in, sizeof in, "zero-grad-bare", c.s);
+	free(c.s);
+	cr_expect_eq(zero_grad_first(in, out, &r, err, sizeof err), -1);
+	cr_expect(strstr(err, "backward") != NULL, "%s", err);
+	unlink(in);
+	unlink(out);
+}
+
 Test(compile, cli_json_peak_falls_by_the_recomputed_tensor)
 {
 	char in[256], out[256], js[256], er[256], args[1024];

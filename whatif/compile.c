@@ -967,7 +967,7 @@ int compile_apply(const char *in, const char *out, const struct compile_options 
 {
 	struct fusion_rules builtin;
 	const struct fusion_rules *rs = o->rules;
-	char part[4096] = "", fused[4096] = "", tmp_out[4096] = "";
+	char part[4096] = "", fused[4096] = "", tmp_out[4096] = "", zg[4096] = "";
 	int ret = -1, timed = 0;
 
 	memset(rep, 0, sizeof *rep);
@@ -976,6 +976,14 @@ int compile_apply(const char *in, const char *out, const struct compile_options 
 		if (fusion_rules_parse(compile_builtin_rules, "builtin", &builtin, err, errlen) < 0)
 			return -1;
 		rs = &builtin;
+	}
+	/* the other loop order first: every stage and the "before" see it */
+	if (o->zero_grad_first) {
+		if (make_tmp(zg, sizeof zg, "zerograd", err, errlen) < 0 ||
+		    zero_grad_first(in, zg, &rep->zero_grad, err, errlen) < 0)
+			goto out;
+		in = zg;
+		rep->zero_grad_first = 1;
 	}
 	if (make_tmp(part, sizeof part, "partitioned", err, errlen) < 0 ||
 	    compile_partition(in, part, &rep->part, err, errlen) < 0)
@@ -1025,6 +1033,8 @@ out:
 		remove(fused);
 	if (tmp_out[0])
 		remove(tmp_out);
+	if (zg[0])
+		remove(zg);
 	fusion_rules_free(&builtin);
 	return ret;
 }

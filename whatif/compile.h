@@ -57,12 +57,17 @@ struct compile_partition {
 
 struct alloc_policy;
 
+#include "zero_grad.h"
+
 struct compile_options {
 	const struct fusion_rules *rules;  /* fusion stage; NULL: the builtin
 					    * Inductor-like rules */
 	double bandwidth;            /* bytes/s for fused durations; 0 = measured */
 	const struct alloc_policy *policy; /* replays for the peaks (pytorch) */
 	const char *conf;            /* its knobs; may be NULL */
+	int zero_grad_first;         /* the loop frees the previous gradients at
+				      * the step's start, not after the forward
+				      * pass as captured (zero_grad.h) */
 	const char *steady_from;     /* peaks count from the first NVTX range of
 				      * this name on (e.g. "step 1"): the steady
 				      * state, without the first step's autotuning;
@@ -88,6 +93,8 @@ struct compile_gpu {
 
 struct compile_report {
 	struct compile_partition part;
+	int zero_grad_first;         /* compile_options.zero_grad_first: */
+	struct zero_grad_report zero_grad;  /* what moved */
 	struct fusion_report fusion; /* the fusion stage, on the partitioned trace */
 	struct compile_peaks before; /* the eager capture */
 	struct compile_peaks partitioned; /* after the partitioner alone */
