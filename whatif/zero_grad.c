@@ -72,50 +72,55 @@ static int moves(const struct zg *z, uint64_t t)
 	return b < z->nbwd && range_at(z->steps, z->nsteps, z->bwd[b].start) < z->nsteps;
 }
 
-/* Pass 1: the step and backward ranges, each backward's first launch. */
+/* Pass 1a: the step and backward ranges. */
 static int zg_ranges(struct zg *z, struct trace_reader *rd, char *err, size_t errlen)
 {
-	struct trace_launches corr;
 	struct trace_rec rec;
-	int st, ret = -1;
-	trace_launches_init(&corr);
+	int st;
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
-		if (rec.type == TREC_RANGE) {
-			const char *nm = trace_reader_string(rd, rec.u.range.name);
-			struct zg_range r = {rec.start, rec.end};
-			if (nm && !fnmatch("step [0-9]*", nm, 0) &&
-			    PUSH(z->steps, z->nsteps, z->cap_steps, r) < 0)
-				goto nomem;
-			if (nm && !strcmp(nm, "backward") && PUSH(z->bwd, z->nbwd, z->cap_bwd, r) < 0)
-				goto nomem;
-		} else if (rec.type == TREC_API && trace_launches_note(&corr, &rec) < 0) {
+		if (rec.type != TREC_RANGE)
+			continue;
+		const char *nm = trace_reader_string(rd, rec.u.range.name);
+		struct zg_range r = {rec.start, rec.end};
+		if (nm && !fnmatch("step [0-9]*", nm, 0) &&
+		    PUSH(z->steps, z->nsteps, z->cap_steps, r) < 0)
 			goto nomem;
-		}
+		if (nm && !strcmp(nm, "backward") && PUSH(z->bwd, z->nbwd, z->cap_bwd, r) < 0)
+			goto nomem;
 	}
 	if (st < 0) {
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
-		goto out;
+		return -1;
 	}
 	if (!z->nsteps || !z->nbwd) {
 		snprintf(err, errlen, "%s: no NVTX ranges \"step N\" and \"backward\": capture a "
 			 "training step with them (capture/torch/recipe.sh does)", trace_reader_path(rd));
-		goto out;
+		return -1;
 	}
 	z->first_launch = malloc(z->nbwd * sizeof *z->first_launch);
 	if (!z->first_launch)
 		goto nomem;
 	for (size_t b = 0; b < z->nbwd; b++)
 		z->first_launch[b] = z->bwd[b].end;
-	/* the launches again, now that the ranges are known */
-	trace_launches_free(&corr);
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* Pass 1b: each backward's first launch (a kernel's, copy's or memset's
+ * API call: it comes before the GPU record, so the ranges must be known). */
+static int zg_launches(struct zg *z, struct trace_reader *rd, char *err, size_t errlen)
+{
+	struct trace_launches corr;
+	struct trace_rec rec;
+	int st, ret = -1;
 	trace_launches_init(&corr);
-	if (trace_reader_rewind(rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
-		goto out;
-	}
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
-		if (rec.type == TREC_API && trace_launches_note(&corr, &rec) < 0)
-			goto nomem;
+		if (rec.type == TREC_API && trace_launches_note(&corr, &rec) < 0) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
 		uint64_t c;
 		if (rec.type == TREC_KERNEL)
 			c = rec.u.kernel.corr;
@@ -128,14 +133,10 @@ static int zg_ranges(struct zg *z, struct trace_reader *rd, char *err, size_t er
 		if (b < z->nbwd && launch < z->first_launch[b])
 			z->first_launch[b] = launch;
 	}
-	if (st < 0) {
+	if (st < 0)
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
-		goto out;
-	}
-	ret = 0;
-	goto out;
-nomem:
-	snprintf(err, errlen, "out of memory");
+	else
+		ret = 0;
 out:
 	trace_launches_free(&corr);
 	return ret;
@@ -275,7 +276,8 @@ int zero_grad_first(const char *in, const char *out, struct zero_grad_report *r,
 	}
 	if (zg_ranges(&z, rd, err, errlen) < 0)
 		goto out;
-	if (trace_reader_rewind(rd) < 0 || zg_frees(&z, rd, r, err, errlen) < 0 ||
+	if (trace_reader_rewind(rd) < 0 || zg_launches(&z, rd, err, errlen) < 0 ||
+	    trace_reader_rewind(rd) < 0 || zg_frees(&z, rd, r, err, errlen) < 0 ||
 	    trace_reader_rewind(rd) < 0 || zg_write(&z, rd, out, err, errlen) < 0) {
 		if (!err[0])
 			snprintf(err, errlen, "%s", trace_reader_error(rd));
