@@ -37,6 +37,9 @@ static const struct cli_opt compile_opts[] = {
 				 "capture freed them after the forward pass, as\n"
 				 "capture/torch/train_torch.py; this moves those frees\n"
 				 "to the step's start, before and after compile)"},
+	{"--figure", "FILE", "draw bytes allocated over the steady steps, eager,\n"
+			     "partitioned and compiled (.png or .svg; needs gnuplot)"},
+	{"--figure-data", "DIR", "keep the figure's gnuplot script and data in DIR"},
 	{"--no-timing", NULL, "skip the step-time prediction (memory only)"},
 	{"--json", NULL, "the report as one JSON object on stdout"},
 	CLI_OPT_END,
@@ -237,7 +240,7 @@ static void print_text(const char *trace, const char *out, const char *policy,
 int cmd_whatif_compile(int argc, char **argv)
 {
 	const char *trace = NULL, *out = NULL, *rules_path = NULL, *policy = "pytorch";
-	const char *steady = DEFAULT_STEADY;
+	const char *steady = DEFAULT_STEADY, *figure = NULL, *figure_data = NULL;
 	struct compile_options opt = {0};
 	struct compile_report rep;
 	struct fusion_rules rs;
@@ -285,6 +288,15 @@ int cmd_whatif_compile(int argc, char **argv)
 					"before-forward\n", v);
 				return EXIT_USAGE;
 			}
+		} else if (!strcmp(o, "--figure")) {
+			if (plot_format_from_path(v) < 0) {
+				fprintf(stderr, CMD ": --figure %s: the name must end in .png or .svg\n", v);
+				return EXIT_USAGE;
+			}
+			figure = v;
+			opt.timelines = 1;
+		} else if (!strcmp(o, "--figure-data")) {
+			figure_data = v;
 		} else if (!strcmp(o, "--no-timing")) {
 			opt.timing = 0;
 		} else if (!strcmp(o, "--json")) {
@@ -317,6 +329,10 @@ int cmd_whatif_compile(int argc, char **argv)
 	}
 	if (compile_apply(trace, out, &opt, &rep, err, sizeof err) < 0) {
 		fprintf(stderr, CMD ": %s\n", err);
+		goto out;
+	}
+	if (figure && plot_compile(&rep, trace, figure, figure_data, err, sizeof err) < 0) {
+		fprintf(stderr, CMD ": --figure %s: %s\n", figure, err);
 		goto out;
 	}
 	if (!rep.part.torch)

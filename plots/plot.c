@@ -34,7 +34,7 @@
 #include "plot_int.h"
 
 static const char *const kind_names[PLOT_KIND_COUNT] = {"timeline", "batch", "frag", "compare",
-							 "pareto", "live", "regions"};
+							 "pareto", "live", "regions", "compile"};
 
 int plot_kind_from_name(const char *name)
 {
@@ -262,6 +262,11 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 	if (req->kind == PLOT_REGIONS) {
 		snprintf(err, errlen, "the regions figure is drawn from replays, not the database: "
 			 "gpumemsim explain batch T1 T2 ... --figure FILE");
+		return -1;
+	}
+	if (req->kind == PLOT_COMPILE) {
+		snprintf(err, errlen, "the compile figure is drawn from replays, not the database: "
+			 "gpumemsim whatif compile TRACE --figure FILE");
 		return -1;
 	}
 	if (plot_format_from_path(req->out) < 0) {

@@ -26,6 +26,8 @@ enum plot_kind {
 	PLOT_LIVE,         /* what is live at the peak, by kind and by layer (NVTX) */
 	PLOT_REGIONS,      /* regions/segments held at each batch's peak (explain batch
 			    * --figure; not from the database) */
+	PLOT_COMPILE,      /* eager and compiled memory over the steps (whatif compile
+			    * --figure; not from the database) */
 	PLOT_KIND_COUNT
 };
 
@@ -104,5 +106,13 @@ const char *plot_run_setting(const struct plot_run *r, char *buf, size_t len);
 struct explain_result;
 int plot_regions(const struct explain_result *r, const char *policy, const char *conf,
 		 const char *out, const char *data_dir, char *err, size_t errlen);
+
+/* plot_compile.c: the figure of `whatif compile --figure OUT`: allocated
+ * over the steady steps of the eager capture, after the partitioner and
+ * layout stage, and compiled (REP from compile_apply with timelines), the
+ * peaks marked. 0, or -1 with ERR. */
+struct compile_report;
+int plot_compile(const struct compile_report *rep, const char *trace, const char *out,
+		 const char *data_dir, char *err, size_t errlen);
 
 #endif /* PLOTS_PLOT_H */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../traces/trace.h"
@@ -406,6 +407,47 @@ Test(compile, cli_json_peak_falls_by_the_recomputed_tensor)
 	unlink(in);
 	unlink(out);
 	unlink(js);
+	unlink(er);
+}
+
+/* --figure: the eager, partitioned and compiled timelines, their peaks in
+ * the legend (the step's: 33 MiB eager, 25 MiB compiled). */
+Test(compile, figure_of_the_three_timelines)
+{
+	char in[256], dir[256], so[256], er[256], args[1200], png[300], dat[300], gpf[300];
+	if (!th_have("gnuplot"))
+		cr_skip_test("gnuplot not installed");
+	write_step(in, sizeof in, 1, 1);
+	th_tmpname(dir, sizeof dir, "compile-fig");
+	unlink(dir);
+	th_tmpname(so, sizeof so, "compile-fig-so");
+	th_tmpname(er, sizeof er, "compile-fig-err");
+	snprintf(png, sizeof png, "%s.png", dir);
+	snprintf(args, sizeof args, "whatif compile '%s' --steady-from '' --no-timing "
+		 "--figure '%s' --figure-data '%s'", in, png, dir);
+	cr_assert_eq(th_run(NULL, so, er, args), 0, "%s", th_slurp(er));
+	struct stat sb;
+	cr_expect(stat(png, &sb) == 0 && sb.st_size > 0);
+	snprintf(dat, sizeof dat, "%s/allocated.dat", dir);
+	snprintf(gpf, sizeof gpf, "%s/figure.gp", dir);
+	char *d = th_slurp(dat), *g = th_slurp(gpf);
+	int blocks = 0;
+	for (const char *q = d; (q = strstr(q, "# ")); q += 2)
+		blocks++;
+	cr_expect_eq(blocks, 3, "%s", d);
+	cr_expect_not_null(strstr(g, "eager (the capture), peak 33.00 MiB"), "%s", g);
+	cr_expect_not_null(strstr(g, "compiled (and fused), peak 25.00 MiB"), "%s", g);
+	free(d);
+	free(g);
+	/* a figure name gnuplot cannot write is a usage error, before any work */
+	snprintf(args, sizeof args, "whatif compile '%s' --figure '%s.pdf'", in, dir);
+	cr_expect_eq(th_run(NULL, so, er, args), 2);
+	unlink(dat);
+	unlink(gpf);
+	rmdir(dir);
+	unlink(png);
+	unlink(in);
+	unlink(so);
 	unlink(er);
 }
 

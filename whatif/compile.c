@@ -899,12 +899,24 @@ static int replay_peaks(const char *path, const struct compile_options *o,
 			goto out;
 		path = tmp;
 	}
-	struct sim_options so = {.trace_path = path, .policy = o->policy, .conf = o->conf};
+	/* a figure shows the steps, a few percent of a capture that starts
+	 * with seconds of autotuning: a fine timeline */
+	struct sim_options so = {.trace_path = path, .policy = o->policy, .conf = o->conf,
+				 .timeline_points = o->timelines ? 16384 : 0};
 	if (sim_run(&so, &res, err, errlen) < 0)
 		goto out;
 	pk->allocated = res.peak_allocated;
 	pk->reserved = res.peak_reserved;
 	pk->requested = res.peak_requested;
+	if (o->timelines && res.ntimeline) {
+		pk->timeline = malloc(res.ntimeline * sizeof *pk->timeline);
+		if (!pk->timeline) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		memcpy(pk->timeline, res.timeline, res.ntimeline * sizeof *pk->timeline);
+		pk->ntimeline = res.ntimeline;
+	}
 	ret = 0;
 out:
 	sim_result_free(&res);
@@ -1042,4 +1054,8 @@ out:
 void compile_report_free(struct compile_report *rep)
 {
 	fusion_report_free(&rep->fusion);
+	free(rep->before.timeline);
+	free(rep->partitioned.timeline);
+	free(rep->after.timeline);
+	rep->before.timeline = rep->partitioned.timeline = rep->after.timeline = NULL;
 }

@@ -65,6 +65,7 @@ struct compile_options {
 	double bandwidth;            /* bytes/s for fused durations; 0 = measured */
 	const struct alloc_policy *policy; /* replays for the peaks (pytorch) */
 	const char *conf;            /* its knobs; may be NULL */
+	int timelines;               /* keep each replay's timeline (a figure) */
 	int zero_grad_first;         /* the loop frees the previous gradients at
 				      * the step's start, not after the forward
 				      * pass as captured (zero_grad.h) */
@@ -77,7 +78,14 @@ struct compile_options {
 };
 
 /* Peaks of one replay (the policy's, in the steady state). */
-struct compile_peaks { uint64_t allocated, reserved, requested; };
+struct sim_timeline_point;
+struct compile_peaks {
+	uint64_t allocated, reserved, requested;
+	/* with compile_options.timelines: allocated and reserved over the
+	 * replay (from --steady-from on), sim_result's downsampled timeline */
+	struct sim_timeline_point *timeline;
+	size_t ntimeline;
+};
 
 struct compile_gpu {
 	uint64_t steps;              /* steps averaged */
