@@ -22,7 +22,16 @@ the fixed cost of calling a compiled graph (guards, the runtime wrapper).
 Kernels per call are counted with torch.profiler to check the slope counts
 what it should.
 
-usage: python3 launch_cost.py --json out.json [--n 200] [--iters 60]
+Those programs launch one kernel per output. A training step launches
+kernels with several operands, cuDNN convolutions, autograd's gradient
+accumulation and the optimizer: --train also times the training steps of
+a small CNN defined here (not a torchvision model: the models
+compile_peak.py measures are what the cost is checked against), eager and
+compiled, at batch 2 (the GPU work is small, the host bounds the step):
+host time per step / kernels per step, the cost of a kernel of a real
+compiled training graph.
+
+usage: python3 launch_cost.py --json out.json [--n 200] [--iters 60] [--train]
 """
 import argparse
 import json
@@ -64,10 +73,64 @@ def matmuls(ws):
     return [w @ w for w in ws]
 
 
+class SmallCNN(torch.nn.Module):
+    """Conv-BN-ReLU blocks (3x3, two of them strided), a residual add,
+    global pooling and a linear layer: the operators of the CNNs the cost
+    is for, in a network none of them is."""
+
+    def __init__(self, width=32, blocks=6, classes=10):
+        super().__init__()
+        layers, c = [], 3
+        for i in range(blocks):
+            o = width * (2 if i >= blocks // 2 else 1)
+            layers.append(torch.nn.Sequential(
+                torch.nn.Conv2d(c, o, 3, stride=2 if i in (1, blocks // 2) else 1, padding=1,
+                                bias=False),
+                torch.nn.BatchNorm2d(o), torch.nn.ReLU(inplace=True)))
+            c = o
+        self.blocks = torch.nn.ModuleList(layers)
+        self.fc = torch.nn.Linear(c, classes)
+
+    def forward(self, x):
+        for i, b in enumerate(self.blocks):
+            y = b(x)
+            x = y + x if y.shape == x.shape else y
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def train_cost(dev, iters, compiled):
+    """Host time and kernels of one training step of SmallCNN (the step of
+    compile_peak.py: zero_grad after the forward pass, SGD momentum)."""
+    torch.manual_seed(0)
+    model = SmallCNN().to(dev).train()
+    run = torch.compile(model, dynamic=False) if compiled else model
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.randn(2, 3, 64, 64, device=dev)
+    y = torch.randint(0, 10, (2,), device=dev)
+
+    def step(_):
+        loss = loss_fn(run(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    t0 = time.perf_counter()
+    step(None)
+    torch.cuda.synchronize()
+    rec = {"compile_s": time.perf_counter() - t0,
+           "host_us": 1e6 * host_time(step, None, iters),
+           "kernels": kernels_per_call(step, None)}
+    rec["per_kernel_us"] = rec["host_us"] / rec["kernels"] if rec["kernels"] else None
+    return rec
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--iters", type=int, default=60)
+    p.add_argument("--train", action="store_true",
+                   help="also time SmallCNN's training step, eager and compiled")
     p.add_argument("--json", required=True)
     a = p.parse_args()
     if not torch.cuda.is_available():
@@ -100,6 +163,17 @@ def main():
         out["programs"][name] = rec
         print("launch_cost: %s: %.2f us a launch, %.1f us fixed, %d kernels for %d" % (
             name, rec["per_launch_us"], rec["fixed_us"], rec["kernels_%d" % a.n], a.n), flush=True)
+        with open(a.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+            fh.write("\n")
+    for name, compiled in (("train_eager", False), ("train_compiled", True)):
+        if not a.train:
+            break
+        torch._dynamo.reset()
+        rec = train_cost(dev, a.iters, compiled)
+        out["programs"][name] = rec
+        print("launch_cost: %s: %.2f us a kernel (%d kernels, %.0f us a step)" % (
+            name, rec["per_kernel_us"] or 0, rec["kernels"], rec["host_us"]), flush=True)
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1)
             fh.write("\n")
