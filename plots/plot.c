@@ -254,7 +254,7 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 {
 	struct plot_run *runs = NULL;
 	struct fig f;
-	int n, ret = -1, ok = 0, begun = 0;
+	int n, ret = -1, ok = 0;
 	if ((unsigned)req->kind >= PLOT_KIND_COUNT) {
 		snprintf(err, errlen, "unknown figure kind");
 		return -1;
@@ -286,14 +286,8 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 			 "GPUMEMSIM_GNUPLOT to its path)");
 		goto out;
 	}
-	if (fig_begin(&f, req, err, errlen) < 0) {
-		if (f.gp)
-			fclose(f.gp);
-		f.gp = NULL;
-		begun = f.tmp_dir;
-		goto done;
-	}
-	begun = 1;
+	if (fig_begin(&f, req, err, errlen) < 0)
+		goto out;
 	switch (req->kind) {
 	case PLOT_TIMELINE: ok = fig_timeline(s, &f, runs, n, err, errlen) == 0; break;
 	case PLOT_BATCH: ok = fig_batch(&f, runs, n, err, errlen) == 0; break;
@@ -303,12 +297,9 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 	case PLOT_LIVE: ok = fig_live(s, &f, runs, n, err, errlen) == 0; break;
 	default: break;
 	}
-done:
-	if (begun) {
-		char e2[512];
-		if (fig_end(&f, req, ok, ok ? err : e2, ok ? errlen : sizeof e2) == 0 && ok)
-			ret = 0;
-	}
+	char e2[512];
+	if (fig_end(&f, req, ok, ok ? err : e2, ok ? errlen : sizeof e2) == 0 && ok)
+		ret = 0;
 out:
 	plot_runs_free(runs, n);
 	return ret;

@@ -122,7 +122,34 @@ void gp_data(FILE *gp, const struct fig *f, const char *name)
 	gp_str(gp, name);
 }
 
+/* Remove the files of a temporary folder and the folder. */
+static void fig_remove_tmp(struct fig *f)
+{
+	if (!f->tmp_dir)
+		return;
+	char path[4200];
+	for (int i = 0; i < f->nfiles; i++) {
+		snprintf(path, sizeof path, "%s/%s", f->dir, f->files[i]);
+		unlink(path);
+	}
+	rmdir(f->dir);
+}
+
+static int fig_open(struct fig *f, const struct plot_request *req, char *err, size_t errlen);
+
 int fig_begin(struct fig *f, const struct plot_request *req, char *err, size_t errlen)
+{
+	if (fig_open(f, req, err, errlen) == 0)
+		return 0;
+	/* nothing half made stays behind */
+	if (f->gp)
+		fclose(f->gp);
+	f->gp = NULL;
+	fig_remove_tmp(f);
+	return -1;
+}
+
+static int fig_open(struct fig *f, const struct plot_request *req, char *err, size_t errlen)
 {
 	memset(f, 0, sizeof *f);
 	int fmt = plot_format_from_path(req->out);
@@ -244,14 +271,7 @@ int fig_end(struct fig *f, const struct plot_request *req, int ok, char *err,
 	ret = 0;
 out:
 	unlink(f->out_tmp);
-	if (f->tmp_dir) {
-		char path[4200];
-		for (int i = 0; i < f->nfiles; i++) {
-			snprintf(path, sizeof path, "%s/%s", f->dir, f->files[i]);
-			unlink(path);
-		}
-		rmdir(f->dir);
-	}
+	fig_remove_tmp(f);
 	return ret;
 }
 

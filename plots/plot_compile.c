@@ -75,16 +75,8 @@ int plot_compile(const struct compile_report *rep, const char *trace, const char
 			 "GPUMEMSIM_GNUPLOT to its path)");
 		return -1;
 	}
-	if (fig_begin(&f, &req, err, errlen) < 0) {
-		if (f.gp)
-			fclose(f.gp);
-		f.gp = NULL;
-		if (f.tmp_dir) {
-			f.nfiles = 0;
-			fig_end(&f, &req, 0, err, errlen);
-		}
+	if (fig_begin(&f, &req, err, errlen) < 0)
 		return -1;
-	}
 	FILE *d = fig_file(&f, "allocated.dat", err, errlen);
 	if (!d)
 		goto end;

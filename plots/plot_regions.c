@@ -71,16 +71,8 @@ int plot_regions(const struct explain_result *r, const char *policy, const char 
 			 "GPUMEMSIM_GNUPLOT to its path)");
 		return -1;
 	}
-	if (fig_begin(&f, &req, err, errlen) < 0) {
-		if (f.gp)
-			fclose(f.gp);
-		f.gp = NULL;
-		if (f.tmp_dir) {
-			f.nfiles = 0;
-			return fig_end(&f, &req, 0, err, errlen) < 0 ? -1 : -1;
-		}
+	if (fig_begin(&f, &req, err, errlen) < 0)
 		return -1;
-	}
 	FILE *d = fig_file(&f, "held.dat", err, errlen);
 	if (!d)
 		goto end;

@@ -152,6 +152,31 @@ uint32_t compile_range_at(const struct compile_range *v, size_t n, uint64_t t)
 	return lo && t <= v[lo - 1].end ? (uint32_t)(lo - 1) : NONE;
 }
 
+int compile_ranges_read(struct trace_reader *rd, const struct compile_range_want *w, size_t nw,
+			char *err, size_t errlen)
+{
+	struct trace_rec rec;
+	int st;
+	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
+		if (rec.type != TREC_RANGE)
+			continue;
+		const char *nm = trace_reader_string(rd, rec.u.range.name);
+		struct compile_range r = {rec.start, rec.end};
+		for (size_t i = 0; nm && i < nw; i++)
+			if (!fnmatch(w[i].glob, nm, 0) &&
+			    (VEC_RESERVE(*w[i].v, *w[i].cap, *w[i].n + 1, 64) < 0 ||
+			     ((*w[i].v)[(*w[i].n)++] = r, 0))) {
+				snprintf(err, errlen, "out of memory");
+				return -1;
+			}
+	}
+	if (st < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(rd));
+		return -1;
+	}
+	return 0;
+}
+
 int compile_kclass_cached(struct compile_kclass_cache *c, const struct trace_reader *rd,
 			  uint32_t sid, enum kclass *out)
 {
@@ -176,22 +201,10 @@ void compile_kclass_cache_free(struct compile_kclass_cache *c)
 /* Pass 1: ranges first (a kernel's phase needs them), then the rest. */
 static int read_ranges(struct cp *c, struct trace_reader *rd, char *err, size_t errlen)
 {
-	struct trace_rec rec;
-	int st;
-	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
-		if (rec.type != TREC_RANGE)
-			continue;
-		const char *nm = trace_reader_string(rd, rec.u.range.name);
-		struct compile_range r = {rec.start, rec.end};
-		if (nm && !strcmp(nm, "forward") && PUSH(c->fwd, c->nfwd, c->cap_fwd, r) < 0)
-			goto nomem;
-		if (nm && !strcmp(nm, "backward") && PUSH(c->bwd, c->nbwd, c->cap_bwd, r) < 0)
-			goto nomem;
-	}
-	if (st < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
+	const struct compile_range_want w[] = {{"forward", &c->fwd, &c->nfwd, &c->cap_fwd},
+					       {"backward", &c->bwd, &c->nbwd, &c->cap_bwd}};
+	if (compile_ranges_read(rd, w, 2, err, errlen) < 0)
 		return -1;
-	}
 	if (!c->nfwd || !c->nbwd) {
 		snprintf(err, errlen, "%s: no NVTX ranges named \"forward\" and \"backward\": "
 			 "capture a training step with them (capture/torch/recipe.sh does)",

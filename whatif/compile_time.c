@@ -29,7 +29,6 @@
  * num_batches_tracked update in forward, a reduction and a pointwise
  * kernel in backward: 2 launches more forward, 1 backward.
  */
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,27 +74,25 @@ static int inside(const struct compile_range *v, size_t n, uint64_t t)
 static int ct_ranges(struct ct *c, struct trace_reader *rd, const char *steady, char *err,
 		     size_t errlen)
 {
-	struct trace_rec rec;
-	int st, on = !steady;
-	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
-		if (rec.type != TREC_RANGE)
-			continue;
-		const char *nm = trace_reader_string(rd, rec.u.range.name);
-		struct compile_range r = {rec.start, rec.end};
-		if (!nm)
-			continue;
-		if ((!strcmp(nm, "forward") || !strcmp(nm, "backward")) &&
-		    PUSH(c->fb, c->nfb, c->cap_fb, r) < 0)
-			goto nomem;
-		if (steady && !strcmp(nm, steady))
-			on = 1;
-		if (on && !fnmatch("step [0-9]*", nm, 0) && PUSH(c->steps, c->nsteps, c->cap_steps, r) < 0)
-			goto nomem;
-	}
-	if (st < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
+	struct compile_range *from = NULL;   /* ranges named STEADY */
+	size_t nfrom = 0, cap_from = 0;
+	const struct compile_range_want w[] = {
+		{"forward", &c->fb, &c->nfb, &c->cap_fb}, {"backward", &c->fb, &c->nfb, &c->cap_fb},
+		{"step [0-9]*", &c->steps, &c->nsteps, &c->cap_steps},
+		{steady ? steady : "", &from, &nfrom, &cap_from}};
+	if (compile_ranges_read(rd, w, steady ? 4 : 3, err, errlen) < 0) {
+		free(from);
 		return -1;
 	}
+	/* the steps from the first range named STEADY on (none: no step) */
+	if (steady) {
+		size_t k = 0;
+		for (size_t i = 0; i < c->nsteps; i++)
+			if (nfrom && c->steps[i].start >= from[0].start)
+				c->steps[k++] = c->steps[i];
+		c->nsteps = k;
+	}
+	free(from);
 	if (!c->nsteps) {
 		snprintf(err, errlen, "%s: no NVTX \"step N\" ranges%s%s%s: step times need them",
 			 trace_reader_path(rd), steady ? " from '" : "", steady ? steady : "",
@@ -107,9 +104,6 @@ static int ct_ranges(struct ct *c, struct trace_reader *rd, const char *steady, 
 		return -1;
 	}
 	return 0;
-nomem:
-	snprintf(err, errlen, "out of memory");
-	return -1;
 }
 
 /* Every kernel of the trace, for the model and the rewrite. */

@@ -14,7 +14,6 @@
  */
 #include "zero_grad.h"
 
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +23,7 @@
 #include "../base/vec.h"
 #include "../traces/trace.h"
 #include "../traces/trace_xform.h"
-
-struct zg_range { uint64_t start, end; };
+#include "compile_int.h"
 
 struct zg_free {
 	uint64_t step_start;         /* where it goes */
@@ -33,7 +31,7 @@ struct zg_free {
 };
 
 struct zg {
-	struct zg_range *steps, *bwd;
+	struct compile_range *steps, *bwd;
 	size_t nsteps, cap_steps, nbwd, cap_bwd;
 	uint64_t *first_launch;      /* per backward: its first kernel launch */
 	struct zg_free *moved;       /* in time order */
@@ -43,55 +41,29 @@ struct zg {
 #define PUSH(arr, n, cap, val) \
 	(VEC_RESERVE(arr, cap, (n) + 1, 64) < 0 ? -1 : ((arr)[(n)++] = (val), 0))
 
-/* Index of the range of V (sorted by start, disjoint) holding T, or N. */
-static size_t range_at(const struct zg_range *v, size_t n, uint64_t t)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].start <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && t <= v[lo - 1].end ? lo - 1 : n;
-}
-
 /* The backward whose opening frees hold T (after it opens, before its
  * first launch), or Z->nbwd. */
 static size_t opening_of(const struct zg *z, uint64_t t)
 {
-	size_t b = range_at(z->bwd, z->nbwd, t);
-	return b < z->nbwd && t < z->first_launch[b] ? b : z->nbwd;
+	uint32_t b = compile_range_at(z->bwd, z->nbwd, t);
+	return b != UINT32_MAX && t < z->first_launch[b] ? b : z->nbwd;
 }
 
 /* Does a free at T move: it opens a backward that lies in a step? */
 static int moves(const struct zg *z, uint64_t t)
 {
 	size_t b = opening_of(z, t);
-	return b < z->nbwd && range_at(z->steps, z->nsteps, z->bwd[b].start) < z->nsteps;
+	return b < z->nbwd && compile_range_at(z->steps, z->nsteps, z->bwd[b].start) != UINT32_MAX;
 }
 
 /* Pass 1a: the step and backward ranges. */
 static int zg_ranges(struct zg *z, struct trace_reader *rd, char *err, size_t errlen)
 {
-	struct trace_rec rec;
-	int st;
-	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
-		if (rec.type != TREC_RANGE)
-			continue;
-		const char *nm = trace_reader_string(rd, rec.u.range.name);
-		struct zg_range r = {rec.start, rec.end};
-		if (nm && !fnmatch("step [0-9]*", nm, 0) &&
-		    PUSH(z->steps, z->nsteps, z->cap_steps, r) < 0)
-			goto nomem;
-		if (nm && !strcmp(nm, "backward") && PUSH(z->bwd, z->nbwd, z->cap_bwd, r) < 0)
-			goto nomem;
-	}
-	if (st < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
+	const struct compile_range_want w[] = {
+		{"step [0-9]*", &z->steps, &z->nsteps, &z->cap_steps},
+		{"backward", &z->bwd, &z->nbwd, &z->cap_bwd}};
+	if (compile_ranges_read(rd, w, 2, err, errlen) < 0)
 		return -1;
-	}
 	if (!z->nsteps || !z->nbwd) {
 		snprintf(err, errlen, "%s: no NVTX ranges \"step N\" and \"backward\": capture a "
 			 "training step with them (capture/torch/recipe.sh does)", trace_reader_path(rd));
@@ -129,8 +101,8 @@ static int zg_launches(struct zg *z, struct trace_reader *rd, char *err, size_t 
 		else
 			continue;
 		uint64_t launch = trace_launches_take(&corr, c, rec.start);
-		size_t b = range_at(z->bwd, z->nbwd, launch);
-		if (b < z->nbwd && launch < z->first_launch[b])
+		uint32_t b = compile_range_at(z->bwd, z->nbwd, launch);
+		if (b != UINT32_MAX && launch < z->first_launch[b])
 			z->first_launch[b] = launch;
 	}
 	if (st < 0)
@@ -163,7 +135,7 @@ static int zg_frees(struct zg *z, struct trace_reader *rd, struct zero_grad_repo
 		if (!moves(z, rec.start))
 			continue;        /* not at a backward's opening, or outside a step */
 		size_t b = opening_of(z, rec.start);
-		size_t s = range_at(z->steps, z->nsteps, z->bwd[b].start);
+		uint32_t s = compile_range_at(z->steps, z->nsteps, z->bwd[b].start);
 		struct zg_free f = {z->steps[s].start, rec.u.mem};
 		if (PUSH(z->moved, z->nmoved, z->cap_moved, f) < 0)
 			goto nomem;
