@@ -281,11 +281,6 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 			 req->sel.where ? " --where " : "", req->sel.where ? req->sel.where : "");
 		goto out;
 	}
-	if (!plot_gnuplot_available()) {
-		snprintf(err, errlen, "gnuplot not found (install gnuplot-nox, or set "
-			 "GPUMEMSIM_GNUPLOT to its path)");
-		goto out;
-	}
 	if (fig_begin(&f, req, err, errlen) < 0)
 		goto out;
 	switch (req->kind) {

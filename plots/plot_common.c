@@ -158,6 +158,11 @@ static int fig_open(struct fig *f, const struct plot_request *req, char *err, si
 		return -1;
 	}
 	f->fmt = fmt;
+	if (!plot_gnuplot_available()) {
+		snprintf(err, errlen, "gnuplot not found (install gnuplot-nox, or set "
+			 "GPUMEMSIM_GNUPLOT to its path)");
+		return -1;
+	}
 	if (req->data_dir) {
 		if (mkdir(req->data_dir, 0777) != 0 && errno != EEXIST) {
 			snprintf(err, errlen, "--data-dir %s: %s", req->data_dir, strerror(errno));

@@ -70,11 +70,6 @@ int plot_compile(const struct compile_report *rep, const char *trace, const char
 		if (gib(p[k]->allocated) > top)
 			top = gib(p[k]->allocated);
 	}
-	if (!plot_gnuplot_available()) {
-		snprintf(err, errlen, "gnuplot not found (install gnuplot-nox, or set "
-			 "GPUMEMSIM_GNUPLOT to its path)");
-		return -1;
-	}
 	if (fig_begin(&f, &req, err, errlen) < 0)
 		return -1;
 	FILE *d = fig_file(&f, "allocated.dat", err, errlen);

@@ -33,8 +33,9 @@ struct fig {
 	FILE *gp;
 };
 
-/* Open the folder and start the script (terminal, styling, palette); on
- * failure nothing half made stays (the temporary folder is removed). */
+/* Check gnuplot can run, open the folder and start the script (terminal,
+ * styling, palette); on failure nothing half made stays (the temporary
+ * folder is removed). */
 int fig_begin(struct fig *f, const struct plot_request *req, char *err, size_t errlen);
 /* Render when OK, move the figure into place, clean up the temporary folder. */
 int fig_end(struct fig *f, const struct plot_request *req, int ok, char *err,

@@ -66,11 +66,6 @@ int plot_regions(const struct explain_result *r, const char *policy, const char 
 		snprintf(err, errlen, "policy %s reports no decisions: no regions to draw", policy);
 		return -1;
 	}
-	if (!plot_gnuplot_available()) {
-		snprintf(err, errlen, "gnuplot not found (install gnuplot-nox, or set "
-			 "GPUMEMSIM_GNUPLOT to its path)");
-		return -1;
-	}
 	if (fig_begin(&f, &req, err, errlen) < 0)
 		return -1;
 	FILE *d = fig_file(&f, "held.dat", err, errlen);
