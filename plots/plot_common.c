@@ -165,11 +165,11 @@ static int fig_open(struct fig *f, const struct plot_request *req, char *err, si
 	}
 	if (req->data_dir) {
 		if (mkdir(req->data_dir, 0777) != 0 && errno != EEXIST) {
-			snprintf(err, errlen, "--data-dir %s: %s", req->data_dir, strerror(errno));
+			snprintf(err, errlen, "the figure's data folder %s: %s", req->data_dir, strerror(errno));
 			return -1;
 		}
 		if (!realpath(req->data_dir, f->dir)) {
-			snprintf(err, errlen, "--data-dir %s: %s", req->data_dir, strerror(errno));
+			snprintf(err, errlen, "the figure's data folder %s: %s", req->data_dir, strerror(errno));
 			return -1;
 		}
 	} else {
