@@ -84,6 +84,8 @@ struct cp_alloc {
 				      * backward, a weight gradient, reads it too) or
 				      * a max pool (its backward takes the input) */
 	uint8_t bwd_pool;            /* read in backward by a max-pool backward */
+	uint8_t fwd_opaque;          /* an opaque library kernel came right after a
+				      * forward kernel that wrote it (its reader) */
 	uint8_t shrink;              /* max-pool indices: kept as int8 offsets */
 	uint8_t drop;                /* never made (a copy eager autograd made) */
 	uint32_t bwd_users;          /* linked kernels in its backward (saturating) */
@@ -317,6 +319,8 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 	struct u64map live;
 	struct trace_launches corr;
 	struct trace_rec rec;
+	uint64_t wrote[TRACE_MAX_LINKS];  /* what the previous kernel wrote */
+	uint32_t nwrote = 0;
 	int st, ret = -1;
 	u64map_init(&live);
 	trace_launches_init(&corr);
@@ -370,6 +374,15 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 			uint32_t ki = (uint32_t)(c->nk - 1);
 			if (!tk->nlinks && PUSH(c->opaque, c->nopaque, c->cap_opaque, k.launch) < 0)
 				goto nomem;
+			/* a cuDNN convolution or GEMM takes its pointers in a struct
+			 * (no links): right after a kernel wrote a tensor, it is that
+			 * tensor's reader (the next block's convolution reads the
+			 * activation the ReLU just updated in place) */
+			if (!tk->nlinks && kc == K_LIBRARY &&
+			    compile_range_at(c->fwd, c->nfwd, k.launch) != NONE)
+				for (uint32_t i = 0; i < nwrote; i++)
+					c->a[wrote[i]].fwd_opaque = 1;
+			nwrote = 0;
 			for (uint32_t i = 0; i < tk->nlinks; i++) {
 				uint64_t id = tk->links[i];
 				if (id >= c->na) {
@@ -381,6 +394,9 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 				if (PUSH(c->links, c->nlinks, c->cap_links, id) < 0)
 					goto nomem;
 				note_use(c, &c->a[id], ki);
+				/* written: made by it, or updated in place (its one link) */
+				if (c->a[id].producer == ki || tk->nlinks == 1)
+					wrote[nwrote++] = id;
 				if (note_copy(c, id, ki) < 0)
 					goto nomem;
 			}
@@ -490,20 +506,6 @@ static int recomputable_producer(const struct cp *c, const struct cp_kernel *k, 
 	return 4 * c->a[id].bytes > largest;
 }
 
-/* Does an opaque library kernel (a cuDNN convolution takes its pointers in
- * a struct: no links) read A in forward? When the last forward kernel that
- * touched A wrote it (its producer, or an in-place update such as ReLU's)
- * and the next kernel is an opaque library kernel, that kernel is A's
- * consumer. */
-static int opaque_reader(const struct cp *c, const struct cp_alloc *a)
-{
-	uint32_t last = a->last_fwd_k;
-	if (last == NONE || last + 1 >= c->nk)
-		return 0;
-	const struct cp_kernel *k = &c->k[last], *next = &c->k[last + 1];
-	return (last == a->producer || k->nlinks == 1) && !next->nlinks && next->cls == K_LIBRARY;
-}
-
 static int cmp_copy_cl(const void *x, const void *y)
 {
 	const struct cp_copy_cl *a = x, *b = y;
@@ -590,7 +592,7 @@ static void decide(struct cp *c, struct compile_partition *p)
 		}
 		/* a convolution or GEMM that reads it in forward reads it in backward
 		 * (the weight gradient), maybe without a link: it must exist there */
-		if (a->fwd_library || opaque_reader(c, a) || !backward_generated(c, a)) {
+		if (a->fwd_library || a->fwd_opaque || !backward_generated(c, a)) {
 			p->keep_backward++;
 			continue;
 		}
