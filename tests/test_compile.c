@@ -384,6 +384,39 @@ Test(compile, zero_grad_moves_to_the_step_start)
 	unlink(out);
 }
 
+/* A pointwise output read right after it is made by an unlinked GEMM (the
+ * next block's 1x1 convolution) and later by a pointwise add (its last
+ * forward reader) is kept: the GEMM's weight gradient reads it again. */
+Test(compile, opaque_reader_after_any_write)
+{
+	char in[256], out[256], err[512];
+	struct compile_partition p;
+	struct th_sbuf b = {0};
+	th_sb_printf(&b, "gpumemsim-trace 1\nH producer test\nS 0 step 0\nS 1 forward\n"
+			 "S 2 backward\nS 3 vectorized_elementwise_kernel_relu\n"
+			 "S 4 sm90_xmma_gemm_nn\nS 5 vectorized_elementwise_kernel_add\n"
+			 "S 6 elementwise_kernel_threshold_bwd\n");
+	th_sb_printf(&b, "r 100 1000 0 0\nr 100 500 1 1\n");
+	th_sb_printf(&b, "a 110 0x100000 %u -\na 120 0x200000 %u -\n", 4 * MiB, 4 * MiB);
+	th_sb_printf(&b, "k 130 140 7 3 1,1,1 1,1,1 1 0 1 0,1\n");     /* A = relu(X) */
+	th_sb_printf(&b, "k 150 160 7 4 1,1,1 1,1,1 1 0 2 -\n");       /* GEMM reads A */
+	th_sb_printf(&b, "a 170 0x300000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "k 180 190 7 5 1,1,1 1,1,1 1 0 3 1,2\n");     /* add reads A */
+	th_sb_printf(&b, "r 600 900 2 1\nk 610 620 7 6 1,1,1 1,1,1 1 0 4 1,0\n");
+	th_sb_printf(&b, "f 700 0x200000 0 -\nf 710 0x300000 0 -\nf 720 0x100000 0 -\n");
+	th_sb_end(&b);
+	th_tmpfile(in, sizeof in, "compile-opaque", b.s);
+	free(b.s);
+	th_tmpname(out, sizeof out, "compile-opaque-out");
+	cr_assert_eq(compile_partition(in, out, &p, err, sizeof err), 0, "%s", err);
+	/* saved: X, A, C; A kept for its GEMM reader (the last write before
+	 * the GEMM was its producer, not its last forward kernel, the add) */
+	cr_expect_eq(p.saved, 3, "saved %" PRIu64, p.saved);
+	cr_expect_eq(p.recomputed, 0, "recomputed %" PRIu64, p.recomputed);
+	unlink(in);
+	unlink(out);
+}
+
 Test(compile, cli_json_peak_falls_by_the_recomputed_tensor)
 {
 	char in[256], out[256], js[256], er[256], args[1024];
