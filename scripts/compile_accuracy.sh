@@ -84,8 +84,12 @@ for j in "$M"/*.json; do
 			 (if $q.cap then pct($p.peak_allocated_before; $q.cap.peak_allocated) | fabs else -1 end),
 			 (if $pt == null then -1 else pct($p.step_time_after_ns / 1e6; $cs) | fabs end),
 			 (if $pt == null then -1 elif $p.host_launch_time_min_ns <= med($q.sc.host_s) * 1e9 then 1 else 0 end),
-			 (if $q.other then pct($po.peak_allocated_before; $q.other.peak_allocated) | fabs else -1 end)] |
-			"| " + (.[0:15] | join(" | ")) + " |\t" + (.[15:21] | map(tostring) | join("\t"))' |
+			 (if $q.other then pct($po.peak_allocated_before; $q.other.peak_allocated) | fabs else -1 end),
+			 # launch-bound: the launch time is the step and the GPU is idle a fifth of it
+			 (if $pt == null or ($q.sc.profile | not) then -1
+			  else ((med($q.sc.host_s) >= 0.9 * med($q.sc.step_s) and
+				 $q.sc.profile.gpu_us / 1e6 < 0.8 * med($q.sc.step_s)) == $p.host_bound | if . then 1 else 0 end) end)] |
+			"| " + (.[0:15] | join(" | ")) + " |\t" + (.[15:22] | map(tostring) | join("\t"))' |
 			tee -a "$rows" | cut -f1
 	done
 done
@@ -96,7 +100,8 @@ awk -F'\t' '
 	  if ($4 >= 0) { nc++; if ($4 > cx) cx = $4 }
 	  if ($5 >= 0) { s[++ns] = $5; if ($5 > sx) sx = $5 }
 	  if ($6 >= 0) { nh++; hok += $6 }
-	  if ($7 >= 0) { no++; if ($7 > ox) ox = $7 } }
+	  if ($7 >= 0) { no++; if ($7 > ox) ox = $7 }
+	  if ($8 >= 0) { nb++; bok += $8 } }
 	function median(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 	END {
@@ -104,5 +109,6 @@ awk -F'\t' '
 		if (nc) printf "eager peak of the capture vs the same program measured: %d pairs, max %.2f%%; in the other zero_grad order: %d, max %.2f%%\n", nc, cx, no, ox
 		if (ns) printf "compiled step time itself (not the change): error median %.1f%%, max %.1f%%\n", median(s, ns), sx
 		if (nh) printf "host launch lower bound at or below the real compiled step'"'"'s launch time: %d of %d\n", hok, nh
+		if (nb) printf "host_bound says whether the real compiled step was launch-bound: %d of %d\n", bok, nb
 		if (nt) printf "step time change: %d of %d within 15 percentage points; error median %.1f pp, max %.1f pp\n", tok, nt, median(t, nt), tx
 	}' "$rows"
