@@ -52,10 +52,15 @@ static void usage(FILE *f)
 		  "memory, from an eager capture with one allocation per tensor\n"
 		  "(PYTORCH_NO_CUDA_MEMORY_CACHING=1), kernel-to-buffer links and NVTX ranges\n"
 		  "\"forward\"/\"backward\" (capture/torch/recipe.sh takes such captures).\n"
-		  "Two mechanisms: the partitioner recomputes in backward the saved activations\n"
-		  "that pointwise kernels made from tensors backward has anyway and that only\n"
-		  "generated kernels read there (freed after forward instead); then pointwise\n"
-		  "chains are fused and their intermediates never allocated.\n\n",
+		  "The partitioner recomputes in backward the saved activations that pointwise\n"
+		  "kernels made from tensors backward has anyway and that only generated kernels\n"
+		  "read there (freed after forward instead), drops eager's copies of in-place\n"
+		  "activations' inputs and keeps max-pool indices as int8 offsets; the layout\n"
+		  "stage adds the channels-last copies of weights and input saved for backward\n"
+		  "and takes eager's NHWC copies out of cuDNN workspaces; then pointwise chains\n"
+		  "are fused and their intermediates never allocated. Step times: the eager\n"
+		  "step of the timeline model, the compiled one with the modelled GPU time and\n"
+		  "never below the least its launches take the host (docs/fusion.md).\n\n",
 		  compile_opts,
 		  "\nExit status: 0 ok, 1 failure (bad trace: file:line; a trace without the\n"
 		  "ranges or links it needs), 2 usage.\n");
