@@ -339,9 +339,10 @@ Test(compile, zero_grad_moves_to_the_step_start)
 	th_sb_printf(&b, "gpumemsim-trace 1\nH producer test\n"
 			 "S 0 step 1\nS 1 forward\nS 2 backward\nS 3 k\nS 4 cudaLaunchKernel\n");
 	th_sb_printf(&b, "a 10 0x1000 %u -\n", MiB);            /* a gradient */
-	th_sb_printf(&b, "r 100 1000 0 0\na 110 0x2000 %u -\n", 4 * MiB);
+	th_sb_printf(&b, "r 100 1000 0 0\na 110 0x2000 %u -\na 112 0x3000 512 -\n", 4 * MiB);
 	th_sb_printf(&b, "r 120 400 1 1\np 130 135 4 1\nk 140 150 7 3 1,1,1 1,1,1 1 0 1 -\n");
-	th_sb_printf(&b, "r 500 900 2 1\nf 510 0x1000 0 -\np 520 525 4 2\n");
+	/* at the opening: the gradient (moves) and a tensor of this step (stays) */
+	th_sb_printf(&b, "r 500 900 2 1\nf 510 0x1000 0 -\nf 512 0x3000 0 -\np 520 525 4 2\n");
 	th_sb_printf(&b, "f 530 0x2000 0 -\nk 540 550 7 3 1,1,1 1,1,1 1 0 2 -\n");
 	th_sb_end(&b);
 	th_tmpfile(in, sizeof in, "zero-grad", b.s);
@@ -367,7 +368,7 @@ Test(compile, zero_grad_moves_to_the_step_start)
 	}
 	cr_expect_eq(trace_reader_trailer(rd)->present, 1);
 	trace_reader_close(rd);
-	cr_expect_eq(frees, 2);
+	cr_expect_eq(frees, 3);
 	cr_expect(grad_at > 0 && grad_at < x_at, "gradient freed at record %d, input made at %d",
 		  grad_at, x_at);
 	unlink(in);

@@ -27,6 +27,7 @@
 
 struct zg_free {
 	uint64_t step_start;         /* where it goes */
+	uint64_t ordinal;            /* which free record of the trace it is */
 	struct trace_mem mem;        /* the free's fields */
 };
 
@@ -119,24 +120,29 @@ static int zg_frees(struct zg *z, struct trace_reader *rd, struct zero_grad_repo
 		    char *err, size_t errlen)
 {
 	struct trace_rec rec;
-	struct u64map live;          /* address -> bytes: a free's size */
+	struct u64map bytes_of, made_at;  /* live allocations by address */
 	size_t last_b = (size_t)-1;
-	uint64_t bytes;
+	uint64_t bytes, made, ordinal = 0;
 	int st, ret = -1;
-	u64map_init(&live);
+	u64map_init(&bytes_of);
+	u64map_init(&made_at);
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		if (rec.type == TREC_ALLOC && rec.u.mem.addr != U64MAP_EMPTY &&
-		    u64map_put(&live, rec.u.mem.addr, rec.u.mem.bytes) < 0)
+		    (u64map_put(&bytes_of, rec.u.mem.addr, rec.u.mem.bytes) < 0 ||
+		     u64map_put(&made_at, rec.u.mem.addr, rec.start) < 0))
 			goto nomem;
 		if (rec.type != TREC_FREE)
 			continue;
-		if (!u64map_del(&live, rec.u.mem.addr, &bytes))
-			bytes = rec.u.mem.bytes;
-		if (!moves(z, rec.start))
+		uint64_t this = ordinal++;
+		int known = u64map_del(&bytes_of, rec.u.mem.addr, &bytes) &&
+			    u64map_del(&made_at, rec.u.mem.addr, &made);
+		if (!known || !moves(z, rec.start))
 			continue;        /* not at a backward's opening, or outside a step */
 		size_t b = opening_of(z, rec.start);
 		uint32_t s = compile_range_at(z->steps, z->nsteps, z->bwd[b].start);
-		struct zg_free f = {z->steps[s].start, rec.u.mem};
+		if (made >= z->steps[s].start)
+			continue;        /* made in this step: not a previous gradient */
+		struct zg_free f = {z->steps[s].start, this, rec.u.mem};
 		if (PUSH(z->moved, z->nmoved, z->cap_moved, f) < 0)
 			goto nomem;
 		r->frees_moved++;
@@ -153,7 +159,8 @@ static int zg_frees(struct zg *z, struct trace_reader *rd, struct zero_grad_repo
 nomem:
 	snprintf(err, errlen, "out of memory");
 out:
-	u64map_free(&live);
+	u64map_free(&bytes_of);
+	u64map_free(&made_at);
 	return ret;
 }
 
@@ -166,7 +173,8 @@ static int zg_write(struct zg *z, struct trace_reader *rd, const char *out, char
 	struct trace_writer *w = NULL;
 	struct trace_strmap sm;
 	struct trace_rec rec;
-	size_t next = 0;
+	size_t next = 0, skip = 0;   /* the next moved free to write, to drop */
+	uint64_t ordinal = 0;
 	int st, ret = -1;
 
 	memset(&sm, 0, sizeof sm);
@@ -199,8 +207,13 @@ static int zg_write(struct zg *z, struct trace_reader *rd, const char *out, char
 			if (trace_writer_record(w, &f) < 0)
 				goto werr;
 		}
-		if (rec.type == TREC_FREE && moves(z, rec.start))
-			continue;        /* written at its step's start */
+		if (rec.type == TREC_FREE) {
+			uint64_t o = ordinal++;
+			if (skip < z->nmoved && z->moved[skip].ordinal == o) {
+				skip++;
+				continue;        /* written at its step's start */
+			}
+		}
 		if (trace_strmap_rec(&sm, &rec) < 0)
 			goto nomem;
 		if (trace_writer_record(w, &rec) < 0)
