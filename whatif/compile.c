@@ -604,12 +604,24 @@ static void decide(struct cp *c, struct compile_partition *p)
 
 /* ------------------------------------------------------------ pass 2 */
 
-struct cp_free { uint64_t t, id; };
+/* What pass 2 adds to the records, in time order: the early free of a
+ * recomputed allocation, a channels-last copy made, a copy freed. At one
+ * time in that order, then by allocation id or copy index. */
+enum cp_ev_kind { EV_EARLY_FREE, EV_COPY_MADE, EV_COPY_FREED };
+struct cp_ev {
+	uint64_t t;
+	enum cp_ev_kind kind;
+	uint64_t i;                  /* allocation id (early free), copy index */
+};
 
-static int cmp_free(const void *x, const void *y)
+static int cmp_ev(const void *x, const void *y)
 {
-	const struct cp_free *a = x, *b = y;
-	return a->t < b->t ? -1 : a->t > b->t ? 1 : (a->id > b->id) - (a->id < b->id);
+	const struct cp_ev *a = x, *b = y;
+	if (a->t != b->t)
+		return a->t < b->t ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
 }
 
 struct cp_out {
@@ -617,72 +629,40 @@ struct cp_out {
 	struct trace_strmap sm;      /* the reader's strings as the writer's */
 };
 
-/* The early free of allocation ID (its 'a' record's fields, as a free). */
-static int write_free(struct cp_out *o, const struct cp *c, const struct cp_free *e,
-		      const struct trace_mem *made)
-{
-	struct trace_rec r;
-	memset(&r, 0, sizeof r);
-	r.type = TREC_FREE;
-	r.start = r.end = e->t;
-	r.u.mem = made[e->id];
-	r.u.mem.id = 0;
-	r.u.mem.bytes = c->a[e->id].bytes;
-	return trace_strmap_rec(&o->sm, &r) < 0 ? -1 : trace_writer_record(o->w, &r);
-}
-
 /* Channels-last copies get addresses no capture uses, one per copy. */
 #define COPY_ADDR(i) (0xc0de00000000ull + (uint64_t)(i) * 0x1000)
 
-/* Copy I's allocation (ALLOC) or free, with its original's 'a' fields. */
-static int write_copy(struct cp_out *o, const struct cp *c, size_t i, int alloc,
-		      const struct trace_mem *made)
+/* Event E as a record, with the 'a' fields MADE kept of the allocation it
+ * frees or copies. */
+static int write_ev(struct cp_out *o, const struct cp *c, const struct cp_ev *e,
+		    const struct trace_mem *made)
 {
-	const struct cp_copy_cl *cc = &c->copies[i];
+	uint64_t id = e->kind == EV_EARLY_FREE ? e->i : c->copies[e->i].id;
 	struct trace_rec r;
 	memset(&r, 0, sizeof r);
-	r.type = alloc ? TREC_ALLOC : TREC_FREE;
-	r.start = r.end = alloc ? cc->t_alloc : cc->t_free;
-	r.u.mem = made[cc->id];
+	r.type = e->kind == EV_COPY_MADE ? TREC_ALLOC : TREC_FREE;
+	r.start = r.end = e->t;
+	r.u.mem = made[id];
 	r.u.mem.id = 0;
-	r.u.mem.addr = COPY_ADDR(i);
-	r.u.mem.bytes = c->a[cc->id].bytes;
-	r.u.mem.corr = 0;
+	r.u.mem.bytes = c->a[id].bytes;
+	if (e->kind != EV_EARLY_FREE) {
+		r.u.mem.addr = COPY_ADDR(e->i);
+		r.u.mem.corr = 0;
+	}
 	return trace_strmap_rec(&o->sm, &r) < 0 ? -1 : trace_writer_record(o->w, &r);
 }
 
-/* What pass 2 adds, in time order: early frees (EV, by allocation id),
- * copies made (CA, by copy index, already in time order), copies freed
- * (CF, by copy index). */
-struct cp_due {
-	const struct cp_free *ev, *cf;
-	size_t nev, ncopies, next, nca, ncf;
-};
-
-/* Write everything due before time T (all with T = UINT64_MAX); ALLOCS
- * counts the 'a' records written. 0 or -1. */
-static int write_due(struct cp_out *o, const struct cp *c, struct cp_due *d, uint64_t t,
-		     const struct trace_mem *made, uint64_t *allocs)
+/* Write the events from *NEXT on that are due before time T (all of them
+ * with T = UINT64_MAX); ALLOCS counts the 'a' records written. 0 or -1. */
+static int write_due(struct cp_out *o, const struct cp *c, const struct cp_ev *ev, size_t nev,
+		     size_t *next, uint64_t t, const struct trace_mem *made, uint64_t *allocs)
 {
-	for (;;) {
-		uint64_t te = d->next < d->nev ? d->ev[d->next].t : UINT64_MAX;
-		uint64_t ta = d->nca < d->ncopies ? c->copies[d->nca].t_alloc : UINT64_MAX;
-		uint64_t tf = d->ncf < d->ncopies ? d->cf[d->ncf].t : UINT64_MAX;
-		uint64_t m = te < ta ? te : ta;
-		m = m < tf ? m : tf;
-		if (m == UINT64_MAX || (t != UINT64_MAX && m >= t))
-			return 0;
-		if (m == te) {
-			if (write_free(o, c, &d->ev[d->next++], made) < 0)
-				return -1;
-		} else if (m == ta) {
-			if (write_copy(o, c, d->nca++, 1, made) < 0)
-				return -1;
-			(*allocs)++;
-		} else if (write_copy(o, c, d->cf[d->ncf++].id, 0, made) < 0) {
+	for (; *next < nev && (t == UINT64_MAX || ev[*next].t < t); (*next)++) {
+		if (write_ev(o, c, &ev[*next], made) < 0)
 			return -1;
-		}
+		*allocs += ev[*next].kind == EV_COPY_MADE;
 	}
+	return 0;
 }
 
 static int write_partitioned(const struct cp *c, struct trace_reader *rd, const char *out,
@@ -690,36 +670,34 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 {
 	struct cp_out o;
 	struct trace_rec rec;
-	struct cp_free *ev = NULL, *cf = NULL;
+	struct cp_ev *ev = NULL;
 	struct trace_mem *made = NULL;   /* per recomputed or copied allocation: its 'a' fields */
 	uint64_t *newid = NULL;          /* allocation id -> id in the output */
 	uint64_t nout = 0;               /* 'a' records written */
-	struct cp_due due;
 	struct trace_label *labels = NULL;
 	uint64_t links[TRACE_MAX_LINKS], aidx = 0, kidx = 0;
-	size_t nev = 0;
+	size_t nev = 0, next = 0;
 	char lbuf[64];
 	int st, ret = -1;
 	struct u64map live;
 
 	memset(&o, 0, sizeof o);
 	u64map_init(&live);
-	ev = malloc((p->recomputed ? p->recomputed : 1) * sizeof *ev);
-	cf = malloc((c->ncopies ? c->ncopies : 1) * sizeof *cf);
+	ev = malloc((p->recomputed + 2 * c->ncopies + 1) * sizeof *ev);
 	made = calloc(c->na ? c->na : 1, sizeof *made);
 	newid = malloc((c->na ? c->na : 1) * sizeof *newid);
 	const struct trace_header *h0 = trace_reader_header(rd);
 	labels = calloc(h0->nlabels + 1, sizeof *labels);
-	if (!ev || !cf || !made || !newid || !labels)
+	if (!ev || !made || !newid || !labels)
 		goto nomem;
 	for (uint64_t id = 0; id < c->na; id++)
 		if (c->a[id].recompute && !c->a[id].drop)
-			ev[nev++] = (struct cp_free){c->a[id].last_fwd_use, id};
-	qsort(ev, nev, sizeof *ev, cmp_free);
-	for (size_t i = 0; i < c->ncopies; i++)
-		cf[i] = (struct cp_free){c->copies[i].t_free, i};
-	qsort(cf, c->ncopies, sizeof *cf, cmp_free);
-	due = (struct cp_due){.ev = ev, .cf = cf, .nev = nev, .ncopies = c->ncopies};
+			ev[nev++] = (struct cp_ev){c->a[id].last_fwd_use, EV_EARLY_FREE, id};
+	for (size_t i = 0; i < c->ncopies; i++) {
+		ev[nev++] = (struct cp_ev){c->copies[i].t_alloc, EV_COPY_MADE, i};
+		ev[nev++] = (struct cp_ev){c->copies[i].t_free, EV_COPY_FREED, i};
+	}
+	qsort(ev, nev, sizeof *ev, cmp_ev);
 	struct trace_header h = *h0;
 	if (h0->nlabels)
 		memcpy(labels, h0->labels, h0->nlabels * sizeof *labels);
@@ -738,7 +716,7 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		int keep = 1;
 		/* early frees and copies due by now go first, in time order */
-		if (write_due(&o, c, &due, rec.start, made, &nout) < 0)
+		if (write_due(&o, c, ev, nev, &next, rec.start, made, &nout) < 0)
 			goto werr;
 		switch (rec.type) {
 		case TREC_ALLOC:
@@ -797,7 +775,7 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	if (write_due(&o, c, &due, UINT64_MAX, made, &nout) < 0)
+	if (write_due(&o, c, ev, nev, &next, UINT64_MAX, made, &nout) < 0)
 		goto werr;
 	struct trace_writer *w = o.w;
 	o.w = NULL;
@@ -817,7 +795,6 @@ out:
 	u64map_free(&live);
 	trace_strmap_free(&o.sm);
 	free(ev);
-	free(cf);
 	free(made);
 	free(newid);
 	free(labels);
