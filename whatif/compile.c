@@ -665,6 +665,15 @@ static int write_due(struct cp_out *o, const struct cp *c, const struct cp_ev *e
 	return 0;
 }
 
+/* An allocation's BYTES in the compiled program: max-pool indices as int8
+ * offsets, a workspace without eager's NHWC copies. */
+static uint64_t compiled_bytes(const struct cp_alloc *a, uint64_t bytes)
+{
+	if (a->shrink)
+		bytes = (bytes + 7) / 8;
+	return bytes - a->layout_bytes;
+}
+
 static int write_partitioned(const struct cp *c, struct trace_reader *rd, const char *out,
 			     const struct compile_partition *p, char *err, size_t errlen)
 {
@@ -724,9 +733,7 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 			newid[aidx] = keep ? nout++ : UINT64_MAX;
 			if (c->a[aidx].recompute || c->a[aidx].copied)
 				made[aidx] = rec.u.mem;
-			if (c->a[aidx].shrink)
-				rec.u.mem.bytes = (rec.u.mem.bytes + 7) / 8;
-			rec.u.mem.bytes -= c->a[aidx].layout_bytes;
+			rec.u.mem.bytes = compiled_bytes(&c->a[aidx], rec.u.mem.bytes);
 			if (rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, aidx) < 0)
 				goto nomem;
 			aidx++;
@@ -738,10 +745,8 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 				keep = 0;        /* freed early already, or never made */
 				break;
 			}
-			if (found && c->a[id].shrink && rec.u.mem.bytes)
-				rec.u.mem.bytes = (rec.u.mem.bytes + 7) / 8;
-			if (found && rec.u.mem.bytes)
-				rec.u.mem.bytes -= c->a[id].layout_bytes;
+			if (found && rec.u.mem.bytes)  /* 0: the size is not recorded */
+				rec.u.mem.bytes = compiled_bytes(&c->a[id], rec.u.mem.bytes);
 			break;
 		}
 		case TREC_KERNEL: {
