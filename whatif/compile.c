@@ -165,7 +165,7 @@ int compile_ranges_read(struct trace_reader *rd, const struct compile_range_want
 		const char *nm = trace_reader_string(rd, rec.u.range.name);
 		struct compile_range r = {rec.start, rec.end};
 		for (size_t i = 0; nm && i < nw; i++)
-			if (!fnmatch(w[i].glob, nm, 0) &&
+			if ((w[i].glob ? !fnmatch(w[i].name, nm, 0) : !strcmp(w[i].name, nm)) &&
 			    (VEC_RESERVE(*w[i].v, *w[i].cap, *w[i].n + 1, 64) < 0 ||
 			     ((*w[i].v)[(*w[i].n)++] = r, 0))) {
 				snprintf(err, errlen, "out of memory");
@@ -203,8 +203,8 @@ void compile_kclass_cache_free(struct compile_kclass_cache *c)
 /* Pass 1: ranges first (a kernel's phase needs them), then the rest. */
 static int read_ranges(struct cp *c, struct trace_reader *rd, char *err, size_t errlen)
 {
-	const struct compile_range_want w[] = {{"forward", &c->fwd, &c->nfwd, &c->cap_fwd},
-					       {"backward", &c->bwd, &c->nbwd, &c->cap_bwd}};
+	const struct compile_range_want w[] = {{"forward", 0, &c->fwd, &c->nfwd, &c->cap_fwd},
+					       {"backward", 0, &c->bwd, &c->nbwd, &c->cap_bwd}};
 	if (compile_ranges_read(rd, w, 2, err, errlen) < 0)
 		return -1;
 	if (!c->nfwd || !c->nbwd) {

@@ -55,14 +55,16 @@ struct compile_range { uint64_t start, end; };
  * UINT32_MAX. */
 uint32_t compile_range_at(const struct compile_range *v, size_t n, uint64_t t);
 
-/* Where the ranges whose name matches GLOB (fnmatch) go. */
+/* Where the ranges named NAME go (with GLOB set: whose name NAME matches
+ * as an fnmatch pattern). */
 struct compile_range_want {
-	const char *glob;
+	const char *name;
+	int glob;
 	struct compile_range **v;
 	size_t *n, *cap;
 };
-/* Read RD to its end, appending each range to every want whose glob its
- * name matches (in start order). 0, or -1 with ERR (a bad record, out of
+/* Read RD to its end, appending each range to every want it answers (in
+ * start order). 0, or -1 with ERR (a bad record, out of
  * memory); the caller rewinds. */
 int compile_ranges_read(struct trace_reader *rd, const struct compile_range_want *w, size_t nw,
 			char *err, size_t errlen);

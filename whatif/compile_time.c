@@ -77,9 +77,10 @@ static int ct_ranges(struct ct *c, struct trace_reader *rd, const char *steady, 
 	struct compile_range *from = NULL;   /* ranges named STEADY */
 	size_t nfrom = 0, cap_from = 0;
 	const struct compile_range_want w[] = {
-		{"forward", &c->fb, &c->nfb, &c->cap_fb}, {"backward", &c->fb, &c->nfb, &c->cap_fb},
-		{"step [0-9]*", &c->steps, &c->nsteps, &c->cap_steps},
-		{steady ? steady : "", &from, &nfrom, &cap_from}};
+		{"forward", 0, &c->fb, &c->nfb, &c->cap_fb},
+		{"backward", 0, &c->fb, &c->nfb, &c->cap_fb},
+		{"step [0-9]*", 1, &c->steps, &c->nsteps, &c->cap_steps},
+		{steady ? steady : "", 0, &from, &nfrom, &cap_from}};
 	if (compile_ranges_read(rd, w, steady ? 4 : 3, err, errlen) < 0) {
 		free(from);
 		return -1;

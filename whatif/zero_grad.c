@@ -61,8 +61,8 @@ static int moves(const struct zg *z, uint64_t t)
 static int zg_ranges(struct zg *z, struct trace_reader *rd, char *err, size_t errlen)
 {
 	const struct compile_range_want w[] = {
-		{"step [0-9]*", &z->steps, &z->nsteps, &z->cap_steps},
-		{"backward", &z->bwd, &z->nbwd, &z->cap_bwd}};
+		{"step [0-9]*", 1, &z->steps, &z->nsteps, &z->cap_steps},
+		{"backward", 0, &z->bwd, &z->nbwd, &z->cap_bwd}};
 	if (compile_ranges_read(rd, w, 2, err, errlen) < 0)
 		return -1;
 	if (!z->nsteps || !z->nbwd) {
