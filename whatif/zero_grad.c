@@ -50,13 +50,6 @@ static size_t opening_of(const struct zg *z, uint64_t t)
 	return b != UINT32_MAX && t < z->first_launch[b] ? b : z->nbwd;
 }
 
-/* Does a free at T move: it opens a backward that lies in a step? */
-static int moves(const struct zg *z, uint64_t t)
-{
-	size_t b = opening_of(z, t);
-	return b < z->nbwd && compile_range_at(z->steps, z->nsteps, z->bwd[b].start) != UINT32_MAX;
-}
-
 /* Pass 1a: the step and backward ranges. */
 static int zg_ranges(struct zg *z, struct trace_reader *rd, char *err, size_t errlen)
 {
@@ -136,10 +129,12 @@ static int zg_frees(struct zg *z, struct trace_reader *rd, struct zero_grad_repo
 		uint64_t this = ordinal++;
 		int known = u64map_del(&bytes_of, rec.u.mem.addr, &bytes) &&
 			    u64map_del(&made_at, rec.u.mem.addr, &made);
-		if (!known || !moves(z, rec.start))
-			continue;        /* not at a backward's opening, or outside a step */
 		size_t b = opening_of(z, rec.start);
+		if (!known || b == z->nbwd)
+			continue;        /* not at a backward's opening */
 		uint32_t s = compile_range_at(z->steps, z->nsteps, z->bwd[b].start);
+		if (s == UINT32_MAX)
+			continue;        /* a backward outside any step */
 		if (made >= z->steps[s].start)
 			continue;        /* made in this step: not a previous gradient */
 		struct zg_free f = {z->steps[s].start, this, rec.u.mem};
