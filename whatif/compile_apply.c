@@ -51,14 +51,11 @@ static int replay_peaks(const char *path, const struct compile_options *o,
 	pk->allocated = res.peak_allocated;
 	pk->reserved = res.peak_reserved;
 	pk->requested = res.peak_requested;
-	if (o->timelines && res.ntimeline) {
-		pk->timeline = malloc(res.ntimeline * sizeof *pk->timeline);
-		if (!pk->timeline) {
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		memcpy(pk->timeline, res.timeline, res.ntimeline * sizeof *pk->timeline);
+	if (o->timelines) {  /* the replay's timeline becomes the caller's */
+		pk->timeline = res.timeline;
 		pk->ntimeline = res.ntimeline;
+		res.timeline = NULL;
+		res.ntimeline = 0;
 	}
 	ret = 0;
 out:
@@ -73,9 +70,8 @@ out:
  * Step times. Before: the timeline model's eager step with the caching
  * allocator (the capture's host gaps, the cost table; docs/timing.md).
  * After: that step with the forward and backward kernels replaced by the
- * compiled program's (compile_time.c): what the GPU saves, the step saves,
- * as long as the GPU stays busier than the compiled host (Inductor launches
- * its kernels from one generated function, without eager's dispatch).
+ * compiled program's (compile_time.c), never below the least its launches
+ * take the host (compiled steps are often launch-bound: docs/fusion.md).
  */
 /* The eager step's times: the GPU time per step of IN and the timeline
  * model's step (caching allocator on). COMPILE_NO_STEPS: IN has no steps. */
