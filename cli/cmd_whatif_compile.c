@@ -126,7 +126,7 @@ static void print_json(const char *trace, const char *out, const char *policy,
 		json_kv_u64(&j, "kernels_per_step_before", r->gpu_before.launches);
 		json_kv_u64(&j, "kernels_per_step_after", r->gpu_after.launches);
 		json_kv_u64(&j, "host_launch_time_min_ns", r->gpu_after.host_min_ns);
-		json_kv_bool(&j, "host_bound", r->gpu_after.host_min_ns > r->gpu_after.gpu_ns);
+		json_kv_bool(&j, "host_bound", r->host_bound);
 		json_kv_u64(&j, "layout_transform_ns_per_step", r->gpu_after.layout_ns);
 		json_kv_u64(&j, "generated_kernel_floor_ns", r->gpu_after.floor_ns);
 		json_kv_double(&j, "generated_kernel_bandwidth_bytes_per_s", r->gpu_before.bw_median);
@@ -229,7 +229,7 @@ static void print_text(const char *trace, const char *out, const char *policy,
 		       r->gpu_after.floor_ns / 1e3);
 		printf("host           launching the compiled step takes at least %.2f ms%s\n",
 		       r->gpu_after.host_min_ns / 1e6,
-		       r->gpu_after.host_min_ns > r->gpu_after.gpu_ns
+		       r->host_bound
 			       ? ": more than its GPU time, the host bounds it (CUDA graphs,\n"
 				 "               mode=\"reduce-overhead\", would remove launches)"
 			       : "");

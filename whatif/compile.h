@@ -111,6 +111,8 @@ struct compile_report {
 	struct compile_gpu gpu_before, gpu_after;
 	uint64_t step_before_ns;     /* the eager step, timeline model (caching on) */
 	uint64_t step_after_ns;      /* the compiled step */
+	int host_bound;              /* its launches take the host longer than its
+				      * GPU time (gpu_after.host_min_ns > gpu_ns) */
 	int timed;                   /* the step times above were predicted */
 	char untimed[256];           /* else why not (timing asked) */
 };

@@ -107,6 +107,7 @@ static void compiled_step(struct compile_report *rep)
 	if (after < (int64_t)rep->gpu_after.gpu_ns)
 		after = (int64_t)rep->gpu_after.gpu_ns;
 	/* ... and never less than its launches take the host */
+	rep->host_bound = rep->gpu_after.host_min_ns > rep->gpu_after.gpu_ns;
 	if (after < (int64_t)rep->gpu_after.host_min_ns)
 		after = (int64_t)rep->gpu_after.host_min_ns;
 	rep->step_after_ns = (uint64_t)after;
