@@ -546,6 +546,11 @@ Test(compile, refuses_what_it_cannot_model)
 	cr_expect_eq(th_run(NULL, so, er, args), 2);
 	snprintf(args, sizeof args, "whatif compile '%s' --policy nosuch", in);
 	cr_expect_eq(th_run(NULL, so, er, args), 2);
+	snprintf(args, sizeof args, "whatif compile '%s' --zero-grad sideways", in);
+	cr_expect_eq(th_run(NULL, so, er, args), 2);
+	e = th_slurp(er);
+	cr_expect_not_null(strstr(e, "--zero-grad 'sideways'"), "%s", e);
+	free(e);
 	unlink(in);
 
 	/* a trace cut short (no trailer) is refused with its name */
@@ -557,6 +562,15 @@ Test(compile, refuses_what_it_cannot_model)
 	cr_expect_eq(th_run(NULL, so, er, args), 1);
 	e = th_slurp(er);
 	cr_expect_not_null(strstr(e, cut), "%s", e);
+	free(e);
+	cr_expect_neq(access(out, F_OK), 0);
+	/* ... the other loop order too (its transform runs first) */
+	snprintf(args, sizeof args, "whatif compile '%s' -o '%s' --zero-grad before-forward", cut,
+		 out);
+	cr_expect_eq(th_run(NULL, so, er, args), 1);
+	e = th_slurp(er);
+	cr_expect_not_null(strstr(e, cut), "%s", e);
+	cr_expect_not_null(strstr(e, "trailer"), "%s", e);
 	free(e);
 	cr_expect_neq(access(out, F_OK), 0);
 	unlink(in);

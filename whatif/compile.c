@@ -179,6 +179,16 @@ int compile_ranges_read(struct trace_reader *rd, const struct compile_range_want
 	return 0;
 }
 
+int compile_refuse_cut_short(const struct trace_reader *rd, const char *in, char *err,
+			     size_t errlen)
+{
+	if (trace_reader_trailer(rd)->present)
+		return 0;
+	snprintf(err, errlen, "%s: the trace has no trailer (cut short): refused, the "
+		 "transform never works on a trace that lost records", in);
+	return -1;
+}
+
 int compile_kclass_cached(struct compile_kclass_cache *c, const struct trace_reader *rd,
 			  uint32_t sid, enum kclass *out)
 {
@@ -839,11 +849,8 @@ int compile_partition(const char *in, const char *out, struct compile_partition 
 	}
 	if (read_ranges(&c, rd, err, errlen) < 0 || read_rest(&c, rd, err, errlen) < 0)
 		goto out;
-	if (!trace_reader_trailer(rd)->present) {
-		snprintf(err, errlen, "%s: the trace has no trailer (cut short): refused, the "
-			 "transform never works on a trace that lost records", in);
+	if (compile_refuse_cut_short(rd, in, err, errlen) < 0)
 		goto out;
-	}
 	decide(&c, p);
 	const struct trace_header *h = trace_reader_header(rd);
 	for (size_t i = 0; i < h->nlabels; i++)

@@ -69,4 +69,9 @@ struct compile_range_want {
 int compile_ranges_read(struct trace_reader *rd, const struct compile_range_want *w, size_t nw,
 			char *err, size_t errlen);
 
+/* -1 with ERR naming IN when RD, read to its end, has no trailer (a trace
+ * cut short: the what-if never works on a trace that lost records); else 0. */
+int compile_refuse_cut_short(const struct trace_reader *rd, const char *in, char *err,
+			     size_t errlen);
+
 #endif /* WHATIF_COMPILE_INT_H */

@@ -254,7 +254,7 @@ int zero_grad_first(const char *in, const char *out, struct zero_grad_report *r,
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	if (zg_ranges(&z, rd, err, errlen) < 0)
+	if (zg_ranges(&z, rd, err, errlen) < 0 || compile_refuse_cut_short(rd, in, err, errlen) < 0)
 		goto out;
 	if (trace_reader_rewind(rd) < 0 || zg_launches(&z, rd, err, errlen) < 0 ||
 	    trace_reader_rewind(rd) < 0 || zg_frees(&z, rd, r, err, errlen) < 0 ||
