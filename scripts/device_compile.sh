@@ -18,7 +18,8 @@
 # host; COMPILE_THREADS (4) Inductor workers per process), SNAPSHOT ("MODEL ..."
 # whose batch-32 steps also record the allocator's memory history,
 # snapshots.tgz), ZERO_GRAD (after-forward: the captured program's order,
-# or before-forward), MODES ("eager compile": with BARRIER=1, which to run), STEPS (3), WARMUP (3), MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
+# or before-forward), MODES ("eager compile": with BARRIER=1, which to run;
+# "pair": step times of both in one process), STEPS (3), ROUNDS (4, pair), WARMUP (3), MODELS ("vgg11 resnet50 densenet121 mobilenet_v2
 # mobilenet_v3_large efficientnet_b0 vit_b_16"), BATCHES ("32 64"),
 # RECIPE ("MODEL:BATCH ...", the captures to make), DEADLINE_S (540),
 # PYTHON (python3), WORK_DIR (/tmp/compile), SKIP_BUILD=1 (build/ is there).
@@ -75,7 +76,7 @@ start() { # NAME ARGS...: one compile_peak process writing compile/NAME.json
 	case " ${SNAPSHOT:-} " in *" ${name%%.*} "*) snap=(--snapshot "$W/snapshots") logs=output_code;; esac
 	env ${logs:+TORCH_LOGS=$logs} taskset -c $cores timeout $(($(left) - 25)) "$py" capture/torch/compile_peak.py \
 		--steps "${STEPS:-3}" --warmup "${WARMUP:-3}" --gpu-lock "$LOCK" "${snap[@]}" \
-		--zero-grad "${ZERO_GRAD:-after-forward}" \
+		--zero-grad "${ZERO_GRAD:-after-forward}" --rounds "${ROUNDS:-4}" \
 		"$@" --json "$W/compile/$name.json" > "$W/compile/$name.log" 2>&1 &
 	pids+=($!)
 }

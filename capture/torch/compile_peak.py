@@ -20,6 +20,13 @@ compiles, runs outside the lock. --barrier DIR --barrier-n N: each process
 compiles all its models first and waits for the N processes to be done
 compiling, so no compilation slows the host of a measured step.
 
+--modes pair: step times only, eager and compiled in one process on the
+same parameters, in alternating blocks of --steps steps (--rounds of them,
+the order swapped every round), so both run on the same host in the same
+state: a host's speed varies up to 2x between processes of one call, which
+separate processes cannot tell from the change torch.compile makes. Records
+"pair": {"eager"|"compile": {"step_s", "host_s", "profile"}} and no peaks.
+
 --snapshot DIR: one more step records the allocator's memory history
 (Python stacks) into DIR/MODEL-bBATCH-MODE.pickle, for the batch sizes of
 --snapshot-batch: what is live at a compiled program's peak.
@@ -155,11 +162,12 @@ def prepare(args, batch, mode, dev):
     torch.manual_seed(0)
     model = getattr(torchvision.models, args.model)(num_classes=args.classes).to(dev)
     model.train()
-    run_model = torch.compile(model, dynamic=False) if mode == "compile" else model
+    compiled = mode in ("compile", "pair")
+    run_model = torch.compile(model, dynamic=False) if compiled else model
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     st = {"model": model, "run": run_model, "opt": opt, "loss": torch.nn.CrossEntropyLoss(),
           "rec": {"batch": batch, "mode": mode}, "warmup": args.warmup}
-    if mode == "compile":
+    if compiled:
         t0 = time.perf_counter()
         step(run_model, opt, st["loss"], batch, args.img, args.classes, dev)
         torch.cuda.synchronize()
@@ -211,6 +219,42 @@ def measure(args, st, dev):
     return rec
 
 
+def measure_pair(args, st, dev):
+    """--modes pair: eager and compiled step times in alternating blocks on
+    the same model, alone on the GPU; returns a dict for runs[]."""
+    rec, opt, loss_fn = st["rec"], st["opt"], st["loss"]
+    batch = rec["batch"]
+    runs = {"eager": st["model"], "compile": st["run"]}
+    res = {m: {"step_s": [], "host_s": []} for m in runs}
+    with gpu_lock(args.gpu_lock):
+        torch.cuda.empty_cache()
+        for m in ("eager", "compile"):
+            for _ in range(max(st["warmup"], 2)):
+                step(runs[m], opt, loss_fn, batch, args.img, args.classes, dev)
+        torch.cuda.synchronize()
+        for r in range(args.rounds):
+            for m in (("eager", "compile") if r % 2 == 0 else ("compile", "eager")):
+                step(runs[m], opt, loss_fn, batch, args.img, args.classes, dev)  # settle
+                for _ in range(args.steps):
+                    torch.cuda.synchronize()
+                    t1 = time.perf_counter()
+                    step(runs[m], opt, loss_fn, batch, args.img, args.classes, dev)
+                    t2 = time.perf_counter()
+                    torch.cuda.synchronize()
+                    res[m]["step_s"].append(time.perf_counter() - t1)
+                    res[m]["host_s"].append(t2 - t1)
+        for m in runs:
+            try:
+                res[m]["profile"] = gpu_kernels(runs[m], opt, loss_fn, batch, args.img,
+                                                args.classes, dev)
+            except Exception as e:
+                res[m]["profile_error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+        torch.cuda.empty_cache()
+    rec["pair"] = res
+    rec["rounds"] = args.rounds
+    return rec
+
+
 def memory_snapshot(args, st, dev):
     """One more step under the caching allocator's memory history (Python
     stacks), dumped as a pickle (torch.cuda.memory._snapshot format, readable
@@ -259,7 +303,9 @@ def main():
     p.add_argument("--warmup", type=int, default=3, help="at least 2")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--modes", nargs="+", default=["eager", "compile"],
-                   choices=["eager", "compile"])
+                   choices=["eager", "compile", "pair"])
+    p.add_argument("--rounds", type=int, default=4,
+                   help="--modes pair: alternating blocks of --steps steps per mode (4)")
     p.add_argument("--gpu-lock", metavar="FILE",
                    help="flock FILE around the measured GPU work")
     p.add_argument("--barrier", metavar="DIR",
@@ -312,7 +358,7 @@ def main():
             st = ready.pop((batch, mode), None) or prepare(args, batch, mode, dev)
             if isinstance(st, Exception):
                 raise st
-            rec = measure(args, st, dev)
+            rec = (measure_pair if mode == "pair" else measure)(args, st, dev)
             del st
             gc.collect()
             torch.cuda.empty_cache()
@@ -322,11 +368,16 @@ def main():
             rc = 1
         out["runs"].append(rec)
         write_json(args.json, out)
-        print("compile_peak: %s b%d %s: %s" % (
-            args.model, batch, mode,
-            rec.get("error") or "peak allocated %d reserved %d (warm-up %.1f s, step %.1f ms)" % (
-                rec["peak_allocated"], rec["peak_reserved"], rec["warmup_s"],
-                1e3 * sorted(rec["step_s"])[len(rec["step_s"]) // 2])), flush=True)
+        med = lambda v: 1e3 * sorted(v)[len(v) // 2]
+        if "error" in rec:
+            what = rec["error"]
+        elif "pair" in rec:
+            what = "step eager %.1f ms, compiled %.1f ms" % (
+                med(rec["pair"]["eager"]["step_s"]), med(rec["pair"]["compile"]["step_s"]))
+        else:
+            what = "peak allocated %d reserved %d (warm-up %.1f s, step %.1f ms)" % (
+                rec["peak_allocated"], rec["peak_reserved"], rec["warmup_s"], med(rec["step_s"]))
+        print("compile_peak: %s b%d %s: %s" % (args.model, batch, mode, what), flush=True)
     return rc
 
 
