@@ -93,6 +93,9 @@ struct compile_gpu {
 	uint64_t launches;           /* kernels per step */
 	uint64_t host_min_ns;        /* model 1: the least the host takes to launch
 				      * them (compile_time.c) */
+	uint64_t host_weight_ns;     /* their launches at the per-kernel costs of
+				      * compile_time.c (model 0: all eager), per step:
+				      * what scales the eager step's host time */
 	uint64_t layout_ns;          /* per step: layout transforms not run (model) */
 	uint64_t floor_ns;           /* the shortest element-wise kernel */
 	double bw_median;            /* bytes/s the capture's element-wise kernels
@@ -111,8 +114,12 @@ struct compile_report {
 	struct compile_gpu gpu_before, gpu_after;
 	uint64_t step_before_ns;     /* the eager step, timeline model (caching on) */
 	uint64_t step_after_ns;      /* the compiled step */
+	uint64_t host_before_ns;     /* the eager step's host time: the timeline
+				      * model with the GPU taking no time */
+	uint64_t host_after_ns;      /* the compiled step's: host_before_ns scaled by
+				      * gpu_after.host_weight_ns / gpu_before's */
 	int host_bound;              /* its launches take the host longer than its
-				      * GPU time (gpu_after.host_min_ns > gpu_ns) */
+				      * GPU time (host_after_ns > gpu_after.gpu_ns) */
 	int timed;                   /* the step times above were predicted */
 	char untimed[256];           /* else why not (timing asked) */
 };

@@ -117,6 +117,16 @@ struct gk {
 	uint8_t extra;               /* launches Inductor adds for it (batch norm) */
 };
 
+/* The least one in-step kernel's launch costs the host (for an eager
+ * capture, model 0, every kernel is an eager operator's). */
+static uint64_t launch_cost_ns(const struct gk *k)
+{
+	if (!k->compiled)
+		return LAUNCH_EAGER_NS;
+	return (uint64_t)k->extra * LAUNCH_GENERATED_NS +
+	       (k->gen || k->extra ? LAUNCH_GENERATED_NS : LAUNCH_LIBRARY_NS);
+}
+
 /* Write IN's records to OUT with the kernels as modelled: dropped layout
  * transforms gone, the others ending at start + DUR[i]. */
 static int write_retimed(struct trace_reader *rd, const char *out, const struct gk *ks,
@@ -273,17 +283,14 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 		}
 		launches++;
 		gpu += d;
-		if (!ks[i].compiled)
-			host += LAUNCH_EAGER_NS;
-		else
-			host += (uint64_t)ks[i].extra * LAUNCH_GENERATED_NS +
-				(ks[i].gen || ks[i].extra ? LAUNCH_GENERATED_NS : LAUNCH_LIBRARY_NS);
+		host += launch_cost_ns(&ks[i]);
 		launches += ks[i].extra;
 	}
 	g->steps = c.nsteps;
 	g->gpu_ns = gpu / c.nsteps;
 	g->launches = launches / c.nsteps;
 	g->host_min_ns = model ? host / c.nsteps : 0;
+	g->host_weight_ns = host / c.nsteps;
 	g->layout_ns = layout / c.nsteps;
 	g->floor_ns = floor_ns;
 	if (out && write_retimed(rd, out, ks, dur, err, errlen) < 0)
