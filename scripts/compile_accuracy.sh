@@ -18,6 +18,9 @@
 # (real: torch.profiler in each mode; predicted: the model's); the real and
 # predicted change of step time (eager and compiled of one device call) and
 # the error of that change. Then the summary the README quotes. Needs jq.
+# Step times come from one process that ran both (compile_peak.py --modes
+# pair): a host's speed varies up to 2x between processes, more than most
+# changes torch.compile makes.
 set -eu
 G=${1:-build/gpumemsim}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,16 +43,19 @@ for j in "$M"/*.json; do
 		tr=$T/torch-$model-b$b.trace.gz
 		[ -r "$tr" ] || continue
 		# memory: the latest valid pair of one program order, the captured
-		# program's (after-forward) first; step time: the latest call with both
+		# program's (after-forward) first; step time: the latest "pair" run
+		# (eager and compiled alternating in one process), else the latest
+		# call with both
 		jq -c --argjson b "$b" '
 			[.runs[] | select(.batch == $b and .error == null)] as $r |
 			def latest(o; m): [$r[] | select(.zero_grad == o and .mode == m and .peak_invalid == null)] | max_by(.call);
 			(if latest("after-forward"; "compile") then "after-forward" else "before-forward" end) as $o |
 			([$r[] | select(.mode == "compile") | .call] | max) as $sc |
+			([$r[] | select(.mode == "pair")] | max_by(.call)) as $pr |
 			{order: $o, e: latest($o; "eager"), c: latest($o; "compile"),
 			 cap: latest($o; "eager"), other: latest(if $o == "after-forward" then "before-forward" else "after-forward" end; "eager"),
-			 se: ([$r[] | select(.mode == "eager" and .call == $sc)][0]),
-			 sc: ([$r[] | select(.mode == "compile" and .call == $sc)][0])}' "$j" > "$pairf"
+			 se: (if $pr then $pr.pair.eager else [$r[] | select(.mode == "eager" and .call == $sc)][0] end),
+			 sc: (if $pr then $pr.pair.compile else [$r[] | select(.mode == "compile" and .call == $sc)][0] end)}' "$j" > "$pairf"
 		[ "$(jq -r '.e != null and .c != null' "$pairf")" = true ] || continue
 		# the prediction is for the measured program: its zero_grad order
 		zg=as-captured other=before-forward

@@ -6,7 +6,9 @@
 # side), and their host gaps, which a host-bound step is made of, were up to
 # 2x those of the same program alone.
 #   scripts/device_recapture.sh OUT
-# OUT: build.log, timeline.txt, recipes-bBATCH.tgz (recipe-MODEL-bBATCH/).
+# First capture/torch/launch_cost.py --train on the same host (LAUNCH_COST=0: not).
+# OUT: build.log, timeline.txt, recipes-bBATCH.tgz (recipe-MODEL-bBATCH/),
+# launch_cost.json and its log.
 # Environment: MODELS, BATCHES ("32 64"), PYTHON (python3), DEADLINE_S (560).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
@@ -23,6 +25,12 @@ log() { printf '+%ss\t%s\n' $(($(date +%s) - T0)) "$*" | tee -a "$OUT/timeline.t
 rm -rf "$W" && mkdir -p "$W" || exit 1
 make -j16 > "$OUT/build.log" 2>&1 && make capture >> "$OUT/build.log" 2>&1
 log "build rc $?"
+# the host cost per kernel of a training graph, on the same quiet host
+if [ "${LAUNCH_COST:-1}" = 1 ] && [ "$(left)" -gt 300 ]; then
+	timeout $(($(left) - 5)) "$py" capture/torch/launch_cost.py --train --n 100 --iters 40 \
+		--json "$OUT/launch_cost.json" > "$OUT/launch_cost.log" 2>&1
+	log "launch_cost rc $?"
+fi
 for b in ${BATCHES:-32 64}; do
 	for m in $MODELS; do
 		if [ "$(left)" -lt 45 ]; then log "recipe $m b$b skipped: $(left) s left"; continue; fi

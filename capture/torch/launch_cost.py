@@ -27,9 +27,10 @@ kernels with several operands, cuDNN convolutions, autograd's gradient
 accumulation and the optimizer: --train also times the training steps of
 a small CNN defined here (not a torchvision model: the models
 compile_peak.py measures are what the cost is checked against), eager and
-compiled, at batch 2 (the GPU work is small, the host bounds the step):
-host time per step / kernels per step, the cost of a kernel of a real
-compiled training graph.
+compiled, at batch 2 (the GPU work is small, the host bounds the step), at
+6 and 24 blocks: host time per step / kernels per step, and the slope
+between the depths (the cost of one more kernel of a real training graph)
+with what is left at zero kernels (the fixed cost of a step).
 
 usage: python3 launch_cost.py --json out.json [--n 200] [--iters 60] [--train]
 """
@@ -98,11 +99,11 @@ class SmallCNN(torch.nn.Module):
         return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
-def train_cost(dev, iters, compiled):
+def train_cost(dev, iters, compiled, blocks=6):
     """Host time and kernels of one training step of SmallCNN (the step of
     compile_peak.py: zero_grad after the forward pass, SGD momentum)."""
     torch.manual_seed(0)
-    model = SmallCNN().to(dev).train()
+    model = SmallCNN(blocks=blocks).to(dev).train()
     run = torch.compile(model, dynamic=False) if compiled else model
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -166,14 +167,28 @@ def main():
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1)
             fh.write("\n")
+    # Two depths: the slope is the cost of one more kernel of a training
+    # graph, the rest what a step costs whatever its size (the compiled
+    # graph's guards and runtime wrappers, autograd's engine, the optimizer).
     for name, compiled in (("train_eager", False), ("train_compiled", True)):
         if not a.train:
             break
-        torch._dynamo.reset()
-        rec = train_cost(dev, a.iters, compiled)
-        out["programs"][name] = rec
-        print("launch_cost: %s: %.2f us a kernel (%d kernels, %.0f us a step)" % (
-            name, rec["per_kernel_us"] or 0, rec["kernels"], rec["host_us"]), flush=True)
+        rec = {}
+        for blocks in (6, 24):
+            torch._dynamo.reset()
+            rec[blocks] = train_cost(dev, a.iters, compiled, blocks)
+            print("launch_cost: %s, %d blocks: %.2f us a kernel (%d kernels, %.0f us a step)" % (
+                name, blocks, rec[blocks]["per_kernel_us"] or 0, rec[blocks]["kernels"],
+                rec[blocks]["host_us"]), flush=True)
+        out["programs"][name] = dict(rec[6])
+        dk = rec[24]["kernels"] - rec[6]["kernels"]
+        out["programs"][name]["deep"] = rec[24]
+        if dk > 0:
+            slope = (rec[24]["host_us"] - rec[6]["host_us"]) / dk
+            out["programs"][name]["slope_us"] = slope
+            out["programs"][name]["fixed_us"] = rec[6]["host_us"] - slope * rec[6]["kernels"]
+            print("launch_cost: %s: %.2f us a kernel more, %.0f us fixed" % (
+                name, slope, out["programs"][name]["fixed_us"]), flush=True)
         with open(a.json, "w") as fh:
             json.dump(out, fh, indent=1)
             fh.write("\n")
