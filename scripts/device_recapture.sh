@@ -27,7 +27,7 @@ make -j16 > "$OUT/build.log" 2>&1 && make capture >> "$OUT/build.log" 2>&1
 log "build rc $?"
 # the host cost per kernel of a training graph, on the same quiet host
 if [ "${LAUNCH_COST:-1}" = 1 ] && [ "$(left)" -gt 300 ]; then
-	timeout $(($(left) - 5)) "$py" capture/torch/launch_cost.py --train --n 100 --iters 40 \
+	timeout 150 "$py" capture/torch/launch_cost.py --train --n 100 --iters 40 \
 		--json "$OUT/launch_cost.json" > "$OUT/launch_cost.log" 2>&1
 	log "launch_cost rc $?"
 fi
