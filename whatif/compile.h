@@ -93,9 +93,9 @@ struct compile_gpu {
 	uint64_t launches;           /* kernels per step */
 	uint64_t host_min_ns;        /* model 1: the least the host takes to launch
 				      * them (compile_time.c) */
-	uint64_t host_weight_ns;     /* their launches at the per-kernel costs of
-				      * compile_time.c (model 0: all eager), per step:
-				      * what scales the eager step's host time */
+	uint64_t host_weight_ns;     /* their launches at a training step's costs
+				      * (compile_time.c; model 0: all eager), per step:
+				      * only its ratio to the eager one is used */
 	uint64_t layout_ns;          /* per step: layout transforms not run (model) */
 	uint64_t floor_ns;           /* the shortest element-wise kernel */
 	double bw_median;            /* bytes/s the capture's element-wise kernels

@@ -32,7 +32,7 @@ compiled, at batch 2 (the GPU work is small, the host bounds the step), at
 between the depths (the cost of one more kernel of a real training graph)
 with what is left at zero kernels (the fixed cost of a step).
 
-usage: python3 launch_cost.py --json out.json [--n 200] [--iters 60] [--train]
+usage: python3 launch_cost.py --json out.json [--n 200] [--iters 60] [--train | --train-only]
 """
 import argparse
 import json
@@ -132,8 +132,11 @@ def main():
     p.add_argument("--iters", type=int, default=60)
     p.add_argument("--train", action="store_true",
                    help="also time SmallCNN's training step, eager and compiled")
+    p.add_argument("--train-only", action="store_true",
+                   help="time only SmallCNN's training steps")
     p.add_argument("--json", required=True)
     a = p.parse_args()
+    a.train = a.train or a.train_only
     if not torch.cuda.is_available():
         print("launch_cost: no CUDA device", file=sys.stderr)
         return 1
@@ -146,6 +149,8 @@ def main():
         "eager": (pointwise, lambda n: [torch.randn(4096 + 64 * i, device=dev) for i in range(n)], False),
     }
     for name, (fn, make, compiled) in progs.items():
+        if a.train_only:
+            break
         rec = {}
         for n in (1, a.n):
             torch._dynamo.reset()
