@@ -476,6 +476,16 @@ Test(compile, figure_of_the_three_timelines)
 	/* a figure name gnuplot cannot write is a usage error, before any work */
 	snprintf(args, sizeof args, "whatif compile '%s' --figure '%s.pdf'", in, dir);
 	cr_expect_eq(th_run(NULL, so, er, args), 2);
+	/* a folder that takes no files: refused before the replays write -o */
+	char outp[300];
+	snprintf(outp, sizeof outp, "%s.trace", dir);
+	snprintf(args, sizeof args, "whatif compile '%s' --no-timing -o '%s' "
+		 "--figure /nonexistent-gpumemsim-dir/f.png", in, outp);
+	cr_expect_eq(th_run(NULL, so, er, args), 1);
+	cr_expect(stat(outp, &sb) != 0, "-o was written before the figure failed");
+	char *msg = th_slurp(er);
+	cr_expect_not_null(strstr(msg, "cannot write in /nonexistent-gpumemsim-dir/"), "%s", msg);
+	free(msg);
 	unlink(dat);
 	unlink(gpf);
 	rmdir(dir);
