@@ -25,7 +25,9 @@ set -eu
 G=${1:-build/gpumemsim}
 root=$(cd "$(dirname "$0")/.." && pwd)
 M=$root/traces/measurements/compile
-T=$root/traces/torch
+# the captures: taken alone on the host, the batch-32 ones on the host and
+# in the device call of the step times they are compared with (call 8)
+T=${CAPTURES:-$root/traces/torch/samehost}
 die() { echo "compile_accuracy.sh: $*" >&2; exit 1; }
 [ -x "$G" ] || die "$G: not an executable (run make)"
 command -v jq > /dev/null || die "needs jq"

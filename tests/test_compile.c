@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,9 +311,11 @@ Test(compile, layout_copies_and_workspaces)
 }
 
 /* The host's least launch time of the compiled step (compile_time.c): per
- * kernel in forward/backward 19.6 us generated (linked, not a library
- * kernel), 15 us a library or unlinked one; the cuDNN batch norm forward
- * is three launches compiled (statistics, normalisation, the counter). */
+ * kernel in forward/backward 13.8 us generated (linked, not a library
+ * kernel), 12 us a library or unlinked one; the cuDNN batch norm forward
+ * is three launches compiled (statistics, normalisation, the counter).
+ * The weights that scale the eager step's host time: 40.6 us an eager
+ * kernel, 35.7 us a compiled one plus 0.937 ms a compiled step. */
 Test(compile, host_launch_lower_bound)
 {
 	char in[256], err[512];
@@ -320,11 +323,13 @@ Test(compile, host_launch_lower_bound)
 	write_step(in, sizeof in, 1, 1);
 	cr_assert_eq(compile_gpu_time(in, NULL, 0, 1, NULL, &g, err, sizeof err), 0, "%s", err);
 	/* conv, wgrad, dgrad: library; bn_fw: 3 generated; 7 pointwise */
-	cr_expect_eq(g.host_min_ns, 3 * 15000 + 3 * 19600 + 7 * 19600, "%" PRIu64, g.host_min_ns);
+	cr_expect_eq(g.host_min_ns, 3 * 12000 + 3 * 13800 + 7 * 13800, "%" PRIu64, g.host_min_ns);
 	cr_expect_eq(g.launches, 13);
+	cr_expect_eq(g.host_weight_ns, 13 * 35700 + 937000, "%" PRIu64, g.host_weight_ns);
 	cr_assert_eq(compile_gpu_time(in, NULL, 0, 0, NULL, &g, err, sizeof err), 0, "%s", err);
 	cr_expect_eq(g.host_min_ns, 0);
 	cr_expect_eq(g.launches, 11);
+	cr_expect_eq(g.host_weight_ns, 11 * 40600, "%" PRIu64, g.host_weight_ns);
 	unlink(in);
 }
 
@@ -434,6 +439,24 @@ Test(compile, cli_json_peak_falls_by_the_recomputed_tensor)
 	cr_expect_not_null(strstr(j, "\"peak_allocated_before\":34603008"), "%s", j);
 	cr_expect_not_null(strstr(j, "\"peak_allocated_after\":26214400"), "%s", j);
 	cr_expect_eq(access(out, F_OK), 0);
+	/* the compiled step's host time is the eager one's scaled by the
+	 * launches' weights (every kernel is in forward or backward:
+	 * host_launch_lower_bound), never below the least its launches take */
+	const char *hb = strstr(j, "\"host_time_per_step_before_ns\":");
+	const char *ha = strstr(j, "\"host_time_per_step_after_ns\":");
+	const char *hm = strstr(j, "\"host_launch_time_min_ns\":");
+	cr_assert(hb && ha && hm, "%s", j);
+	double before = strtod(strchr(hb, ':') + 1, NULL), after = strtod(strchr(ha, ':') + 1, NULL);
+	double least = strtod(strchr(hm, ':') + 1, NULL);
+	const char *kb = strstr(j, "\"kernels_per_step_before\":");
+	const char *ka = strstr(j, "\"kernels_per_step_after\":");
+	cr_assert(kb && ka, "%s", j);
+	double nb = strtod(strchr(kb, ':') + 1, NULL), na = strtod(strchr(ka, ':') + 1, NULL);
+	cr_expect(na > 0 && nb > 0 && na < 13, "fusion leaves fewer than 13 launches: %s", j);
+	double want = before * (na * 35700.0 + 937000.0) / (nb * 40600.0);
+	cr_expect(before > 0, "%s", j);
+	cr_expect(fabs(after - (want > least ? want : least)) <= 1, "after %.0f want %.0f least %.0f", after,
+		  want, least);
 	free(j);
 	/* the written trace validates */
 	snprintf(args, sizeof args, "trace validate '%s'", out);
