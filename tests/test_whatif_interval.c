@@ -300,6 +300,9 @@ Test(whatif_interval, search_beyond_captures_is_a_range)
  * then "step 1". With INNER, a 4 MiB activation is allocated inside the
  * first search (so that request is not transient).
  */
+/* the size of the allocation INNER makes inside the first search */
+static uint64_t inner_bytes = 4 * MiB;
+
 static void write_searches(const char *path, uint64_t batch, const uint64_t *ws, size_t n,
 			   int inner)
 {
@@ -319,7 +322,7 @@ static void write_searches(const char *path, uint64_t batch, const uint64_t *ws,
 		cr_assert_eq(trace_writer_record(w, &r), 0);
 		th_mem(w, TREC_ALLOC, t + 100, 0x200000000 + k * 0x100000000ull, ws[k]);
 		if (inner && k == 0)
-			th_mem(w, TREC_ALLOC, t + 200, 0x900000000, 4 * MiB);
+			th_mem(w, TREC_ALLOC, t + 200, 0x900000000, inner_bytes);
 		th_mem(w, TREC_FREE, t + 500, 0x200000000 + k * 0x100000000ull, ws[k]);
 		t += 1000;
 	}
@@ -330,7 +333,7 @@ static void write_searches(const char *path, uint64_t batch, const uint64_t *ws,
 	r.u.range.name = trace_writer_intern(w, "step 1");
 	cr_assert_eq(trace_writer_record(w, &r), 0);
 	if (inner)
-		th_mem(w, TREC_FREE, t + 600, 0x900000000, 4 * MiB);
+		th_mem(w, TREC_FREE, t + 600, 0x900000000, inner_bytes);
 	th_mem(w, TREC_FREE, t + 700, 0x100000000, 4 * MiB);
 	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
 }
@@ -456,6 +459,32 @@ Test(whatif_interval, not_transient_has_no_upper_bound)
 	cr_assert(strstr(out, "\"peak_reserved_hi\":null") != NULL, "%s", out);
 	cr_assert(strstr(out, "not transient") != NULL, "%s", out);
 	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "peak_lo"));
+	unlink(p[0]);
+	unlink(p[1]);
+}
+
+/*
+ * The same with searches of 100-300 B and a 256 B allocation inside the
+ * first, all in pytorch's small pool: every size the first search can
+ * take rounds to one 512 B block, so it is no uncertainty for pytorch and
+ * the upper bound stands (the second search is transient).
+ */
+Test(whatif_interval, range_inside_one_granule_is_no_uncertainty)
+{
+	const uint64_t w8[2] = {200, 300}, w32[2] = {100, 100};
+	char p[2][128];
+	th_tmpname(p[0], sizeof p[0], "whatif_interval_g8");
+	th_tmpname(p[1], sizeof p[1], "whatif_interval_g32");
+	inner_bytes = 256;
+	write_searches(p[0], 8, w8, 2, 1);
+	write_searches(p[1], 32, w32, 2, 1);
+	inner_bytes = 4 * MiB;
+	char out[65536];
+	whatif_json(p[0], p[1], "pytorch", out, sizeof out);
+	cr_assert_eq(json_u64(out, "interval_sites"), 2, "%s", out);
+	cr_assert_eq(json_u64(out, "not_transient"), 0, "%s", out);
+	cr_assert(strstr(out, "\"peak_reserved_hi\":null") == NULL, "%s", out);
+	cr_assert(json_u64(out, "peak_reserved_hi") >= json_u64(out, "peak_reserved"), "%s", out);
 	unlink(p[0]);
 	unlink(p[1]);
 }

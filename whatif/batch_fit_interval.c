@@ -456,6 +456,15 @@ static int bound_walk(const struct bf_model *m, uint64_t batch, struct bound_wal
 		int b = bf_template_site_bounds(m, kt, s, batch, sz, &lo[s], &hi[s], NULL);
 		/* the pools it may go to: 1 small, 2 large */
 		pool[s] = (uint8_t)((pt_round(lo[s]) <= 1024 * 1024) | (pt_round(hi[s]) > 1024 * 1024) << 1);
+		/* a range inside one of pytorch's 512 B granules is no uncertainty
+		 * for its blocks: every size in it, the prediction too, rounds to
+		 * the same block, so its decisions are the prediction's */
+		if (b && pol[s] && pt_round(lo[s]) == pt_round(hi[s])) {
+			char kind;
+			uint64_t p = bf_predict_template_site(m, kt, s, batch, sz, &kind);
+			if (pt_round(p) == pt_round(lo[s]))
+				b = 0;
+		}
 		if (b && pol[s]) {
 			bw->drop[s] = 1;
 			bw->segments += pt_segment(hi[s]);
