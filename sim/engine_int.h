@@ -341,6 +341,8 @@ struct rec_pipe {
 /* engine.c */
 void add_event(struct engine *e, enum sim_event_kind kind, uint64_t t, uint64_t bytes, uint64_t line, const char *detail);
 void drain_until(struct engine *e, uint64_t t);
+/* engine_oom.c: REC (an allocation on STREAM at NOW) failed. */
+void on_oom(struct engine *e, const struct trace_rec *rec, uint64_t now, uint32_t stream);
 void ranges_end(struct engine *e, uint64_t until, uint64_t now);
 void step_close(struct engine *e, uint64_t t);
 void final_stat(void *ctx, const char *name, int64_t value);
