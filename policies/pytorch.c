@@ -1125,40 +1125,6 @@ static void pt_control(void *st, enum policy_control ctl, uint64_t arg)
  * best fit, with the cached blocks that could not serve; expandable maps
  * and unmaps; every release (empty_cache, GC, oversize, OOM retry). The
  * limits in force are the standing rules. */
-void pt_decisions(void *st, policy_decision_fn fn, void *ctx)
-{
-	struct pytorch_state *s = st;
-	s->dec = fn;
-	s->dec_ctx = ctx;
-	if (!fn)
-		return;
-	struct policy_decision d = {.kind = POLICY_DEC_RULE, .held = s->total_reserved};
-	if (s->set_fraction) {
-		d.what = "limit";
-		d.why = "set_per_process_memory_fraction";
-		d.bytes = s->allowed;
-		fn(ctx, &d);
-	}
-	if (s->set_fraction && s->gc_threshold > 0.0) {
-		d.what = "gc_threshold";
-		d.why = "garbage_collection_threshold x the limit";
-		d.bytes = (uint64_t)(s->gc_threshold * (double)s->allowed);
-		fn(ctx, &d);
-	}
-	if (s->max_split != PT_UNLIMITED) {
-		d.what = "max_split_size";
-		d.why = "larger cached blocks are not split";
-		d.bytes = s->max_split;
-		fn(ctx, &d);
-	}
-	if (s->expandable) {
-		d.what = "expandable_segments";
-		d.why = "pages of one virtual range per stream and pool";
-		d.bytes = PT_LARGE_BUFFER;
-		fn(ctx, &d);
-	}
-}
-
 /* Largest free block and all cached free bytes, for the engine's OOM report. */
 static void free_walk(const struct pt_pool *p, uint64_t *largest, uint64_t *sum)
 {

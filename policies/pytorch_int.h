@@ -130,6 +130,7 @@ struct pytorch_state {
 
 /* pytorch.c */
 void pool_free_index(struct pt_pool *p);
+/* pytorch_init.c */
 void pt_decisions(void *st, policy_decision_fn fn, void *ctx);
 int ilog2_u64(uint64_t v);
 
