@@ -130,11 +130,10 @@ struct pytorch_state {
 
 /* pytorch.c */
 void pool_free_index(struct pt_pool *p);
-/* pytorch_init.c */
-void pt_decisions(void *st, policy_decision_fn fn, void *ctx);
 int ilog2_u64(uint64_t v);
 
 /* pytorch_init.c */
+void pt_decisions(void *st, policy_decision_fn fn, void *ctx);
 extern const struct policy_knob pytorch_knobs[];
 int pt_init(void *st, const char *conf, const struct policy_env *env, char *err, size_t errlen);
 void pt_fini(void *st);
