@@ -24,15 +24,10 @@
 # RECIPE ("MODEL:BATCH ...", the captures to make), DEADLINE_S (540),
 # PYTHON (python3), WORK_DIR (/tmp/compile), SKIP_BUILD=1 (build/ is there).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-set -u
-[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
-root=$(cd "$(dirname "$0")/.." && pwd -P)
-cd "$root" || exit 1
-mkdir -p "$1" || exit 1
-OUT=$(cd "$1" && pwd -P)
+. "$(dirname "$0")/device_common.sh"
+device_start "$@"
 T0=$(date +%s)
 deadline=${DEADLINE_S:-540}
-py=${PYTHON:-python3}
 W=${WORK_DIR:-/tmp/compile}
 MODELS=${MODELS:-"vgg11 resnet50 densenet121 mobilenet_v2 mobilenet_v3_large efficientnet_b0 vit_b_16"}
 BATCHES=${BATCHES:-"32 64"}
@@ -52,12 +47,7 @@ log() { printf '%s\t+%ss\t%s\n' "$(date +%s)" $(($(date +%s) - T0)) "$*" >> "$OU
 : > "$OUT/timeline.txt"
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-	if ls .devdeps/*.deb > /dev/null 2>&1; then
-		mkdir -p /opt/dd && for f in .devdeps/*.deb; do dpkg -x "$f" /opt/dd; done
-		export CPATH=/opt/dd/usr/include${CPATH:+:$CPATH}
-		export LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
-		export LD_LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-	fi
+	device_devdeps
 fi
 
 # The compile runs start first: they need the host for a minute before their

@@ -6,11 +6,8 @@
 # picks algorithms per process), and ViT-B/16's memory history.
 #   scripts/device_compile_more.sh OUT
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-set -u
-[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
-cd "$(dirname "$0")/.." || exit 1
-mkdir -p "$1" && OUT=$(cd "$1" && pwd -P) || exit 1
-py=${PYTHON:-python3}
+. "$(dirname "$0")/device_common.sh"
+device_start "$@"
 "$py" capture/torch/launch_cost.py --json "$OUT/launch_cost.json" > "$OUT/launch_cost.log" 2>&1
 echo "launch_cost rc $?"
 BARRIER=1 MODES=eager RECIPE="" SKIP_BUILD=1 STEPS=10 DEADLINE_S=250 PYTHON="$py" \

@@ -10,11 +10,8 @@
 #   scripts/device_compile_pair.sh OUT
 # OUT: pair/ (device_compile.sh's output), launch_cost.json and its log.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-set -u
-[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
-cd "$(dirname "$0")/.." || exit 1
-mkdir -p "$1" && OUT=$(cd "$1" && pwd -P) || exit 1
-py=${PYTHON:-python3}
+. "$(dirname "$0")/device_common.sh"
+device_start "$@"
 BARRIER=1 MODES=pair RECIPE="" SKIP_BUILD=1 STEPS=${STEPS:-5} ROUNDS=${ROUNDS:-4} \
 	DEADLINE_S=${DEADLINE_S:-400} PYTHON="$py" ZERO_GRAD=before-forward \
 	MODELS=${MODELS:-"resnet18 vgg11 resnet50 vit_b_16 densenet121 mobilenet_v2 mobilenet_v3_large efficientnet_b0"} \

@@ -10,13 +10,10 @@
 # OUT: rc/ (device_recapture.sh's), pair/ (device_compile.sh's),
 # launch_cost.json and its log. Environment: MODELS, BATCHES (32), PYTHON.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-set -u
-[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
-cd "$(dirname "$0")/.." || exit 1
-mkdir -p "$1" && OUT=$(cd "$1" && pwd -P) || exit 1
+. "$(dirname "$0")/device_common.sh"
+device_start "$@"
 T0=$(date +%s)
 left() { echo $((${DEADLINE_S:-570} - ($(date +%s) - T0))); }
-py=${PYTHON:-python3}
 export MODELS=${MODELS:-"resnet18 vgg11 resnet50 mobilenet_v2 mobilenet_v3_large efficientnet_b0 densenet121 vit_b_16"}
 export BATCHES=${BATCHES:-32}
 LAUNCH_COST=0 DEADLINE_S=250 PYTHON="$py" bash scripts/device_recapture.sh "$OUT/rc" | tail -3

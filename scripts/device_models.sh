@@ -20,16 +20,11 @@
 # environment first): at most 7 files, the device tool returns 8. DEADLINE_S (540): a run is
 # started only when its estimate fits before it.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-set -u
-[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
-root=$(cd "$(dirname "$0")/.." && pwd -P)
-cd "$root" || exit 1
-mkdir -p "$1" || exit 1
-OUT=$(cd "$1" && pwd -P)
+. "$(dirname "$0")/device_common.sh"
+device_start "$@"
 T0=$(date +%s)
 deadline=${DEADLINE_S:-540}
 phases=" ${PHASES:-recipe timing} "
-py=${PYTHON:-python3}
 bin=${GPUMEMSIM:-$root/build/gpumemsim}
 W=${WORK_DIR:-/tmp/models}
 RECIPE=${RECIPE:-"mobilenet_v2:16 mobilenet_v2:32 mobilenet_v2:64 mobilenet_v2:128 densenet121:16 densenet121:32 densenet121:64 densenet121:128"}

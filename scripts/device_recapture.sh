@@ -11,25 +11,15 @@
 # launch_cost.json and its log.
 # Environment: MODELS, BATCHES ("32 64"), PYTHON (python3), DEADLINE_S (560).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-set -u
-[ $# -eq 1 ] || { echo "usage: $0 OUT" >&2; exit 2; }
-root=$(cd "$(dirname "$0")/.." && pwd -P)
-cd "$root" || exit 1
-mkdir -p "$1" && OUT=$(cd "$1" && pwd -P) || exit 1
+. "$(dirname "$0")/device_common.sh"
+device_start "$@"
 T0=$(date +%s)
-py=${PYTHON:-python3}
 W=/tmp/recapture
 MODELS=${MODELS:-"resnet18 vgg11 resnet50 mobilenet_v2 mobilenet_v3_large efficientnet_b0 densenet121 vit_b_16"}
 left() { echo $((${DEADLINE_S:-560} - ($(date +%s) - T0))); }
 log() { printf '+%ss\t%s\n' $(($(date +%s) - T0)) "$*" | tee -a "$OUT/timeline.txt"; }
 rm -rf "$W" && mkdir -p "$W" || exit 1
-# SQLite's and zlib's headers: the device has no package manager access
-if ls .devdeps/*.deb > /dev/null 2>&1; then
-	mkdir -p /opt/dd && for f in .devdeps/*.deb; do dpkg -x "$f" /opt/dd; done
-	export CPATH=/opt/dd/usr/include${CPATH:+:$CPATH}
-	export LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
-	export LD_LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+device_devdeps
 make -j16 > "$OUT/build.log" 2>&1 && make capture >> "$OUT/build.log" 2>&1
 log "build rc $?"
 # the host cost per kernel of a training graph, on the same quiet host
