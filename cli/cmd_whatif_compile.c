@@ -60,8 +60,9 @@ static void usage(FILE *f)
 		  "stage adds the channels-last copies of weights and input saved for backward\n"
 		  "and takes eager's NHWC copies out of cuDNN workspaces; then pointwise chains\n"
 		  "are fused and their intermediates never allocated. Step times: the eager\n"
-		  "step of the timeline model, the compiled one with the modelled GPU time and\n"
-		  "never below the least its launches take the host (docs/fusion.md).\n\n",
+		  "step of the timeline model; the compiled one the larger of its modelled GPU\n"
+		  "time and the eager host time scaled by what its launches cost against\n"
+		  "eager's (never below the least they can take; docs/fusion.md).\n\n",
 		  compile_opts,
 		  "\nExit status: 0 ok, 1 failure (bad trace: file:line; a trace without the\n"
 		  "ranges or links it needs), 2 usage.\n");
