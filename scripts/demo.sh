@@ -26,13 +26,13 @@ db=$out/results.db
 # - traces/jax/async: torch-async ground truth captured on a shared GPU:
 #   its 132 GiB peak is cuDNN's benchmark probing whatever the GPU had
 #   free at the time, not what the model needs (validate async-truth);
-# - traces/torch/quiet*, traces/cnn/timing: step-time validation captures
-#   (docs/timing.md) that repeat batch sizes of traces/torch and
-#   traces/cnn; two traces of one workload, model and batch would make
-#   two points at one batch in a group.
+# - traces/torch/quiet*, traces/torch/samehost, traces/cnn/timing: step-time
+#   validation captures (docs/timing.md, docs/fusion.md) that repeat batch
+#   sizes of traces/torch and traces/cnn; two traces of one workload, model
+#   and batch would make two points at one batch in a group.
 traces=$(find traces/cnn traces/jax traces/torch traces/torch-truth \
 	\( -path traces/torch/truth -o -path traces/jax/truth -o -path traces/jax/async \
-	   -o -path 'traces/torch/quiet*' -o -path traces/cnn/timing \) -prune \
+	   -o -path 'traces/torch/quiet*' -o -path traces/torch/samehost -o -path traces/cnn/timing \) -prune \
 	-o \( -name '*.trace.gz' -o -name '*.trace' \) -print | sort)
 # PyTorch's knobs, TensorFlow/JAX BFC, the CUDA pool, the references and the
 # offline floor. GC acts only under a memory fraction (here 5% of 140 GiB).
