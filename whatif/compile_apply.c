@@ -69,9 +69,10 @@ out:
 /*
  * Step times. Before: the timeline model's eager step with the caching
  * allocator (the capture's host gaps, the cost table; docs/timing.md).
- * After: that step with the forward and backward kernels replaced by the
- * compiled program's (compile_time.c), never below the least its launches
- * take the host (compiled steps are often launch-bound: docs/fusion.md).
+ * After: the larger of that step with the forward and backward kernels
+ * replaced by the compiled program's (compile_time.c) and the eager host
+ * time scaled to the compiled launches (compiled steps are often
+ * launch-bound: docs/fusion.md).
  */
 /* The eager step's times: the GPU time per step of IN, the timeline
  * model's step (caching allocator on) and the host's part of it (the same
