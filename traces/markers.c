@@ -558,9 +558,7 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 	for (; next < npl; next++)
 		if (write_marker(w, c->last_start) < 0)
 			goto werror;
-	rc = trace_xform_close(w, r, werr, sizeof werr);
-	w = NULL;
-	if (rc < 0) {
+	if (trace_xform_close(&w, r, werr, sizeof werr) < 0) {
 		set_err(err, errlen, "%s", werr);
 		goto out;
 	}

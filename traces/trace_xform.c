@@ -85,9 +85,11 @@ uint64_t trace_launches_take(struct trace_launches *l, uint64_t corr, uint64_t s
 	return start;
 }
 
-int trace_xform_close(struct trace_writer *w, const struct trace_reader *rd, char *err,
+int trace_xform_close(struct trace_writer **w, const struct trace_reader *rd, char *err,
 		      size_t errlen)
 {
 	const struct trace_trailer *tr = trace_reader_trailer(rd);
-	return trace_writer_close(w, tr->present, tr->dropped, err, errlen);
+	struct trace_writer *done = *w;
+	*w = NULL;
+	return trace_writer_close(done, tr->present, tr->dropped, err, errlen);
 }

@@ -49,10 +49,11 @@ int trace_launches_note(struct trace_launches *l, const struct trace_rec *rec);
  * later than START), else START. */
 uint64_t trace_launches_take(struct trace_launches *l, uint64_t corr, uint64_t start);
 
-/* Close W as complete or not, with the dropped count, as RD's trailer says
+/* Close *W as complete or not, with the dropped count, as RD's trailer says
  * (a transform neither completes a trace cut short nor hides its losses).
- * W is gone either way. 0, or -1 with ERR. */
-int trace_xform_close(struct trace_writer *w, const struct trace_reader *rd, char *err,
+ * *W is gone either way and set to NULL (a caller's cleanup that aborts a
+ * writer still open skips it). 0, or -1 with ERR. */
+int trace_xform_close(struct trace_writer **w, const struct trace_reader *rd, char *err,
 		      size_t errlen);
 
 #endif /* TRACES_TRACE_XFORM_H */

@@ -792,9 +792,7 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	}
 	if (write_due(&o, c, ev, nev, &next, UINT64_MAX, made, &nout) < 0)
 		goto werr;
-	struct trace_writer *w = o.w;
-	o.w = NULL;
-	if (trace_xform_close(w, rd, err, errlen) < 0)
+	if (trace_xform_close(&o.w, rd, err, errlen) < 0)
 		goto out;
 	ret = 0;
 	goto out;

@@ -181,9 +181,7 @@ static int write_retimed(struct trace_reader *rd, const char *out, const struct 
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	struct trace_writer *done = w;
-	w = NULL;
-	ret = trace_xform_close(done, rd, err, errlen);
+	ret = trace_xform_close(&w, rd, err, errlen);
 out:
 	if (w)
 		trace_writer_abort(w);

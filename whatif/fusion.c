@@ -975,9 +975,7 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	struct trace_writer *w = o.w;
-	o.w = NULL;
-	if (trace_xform_close(w, rd, err, errlen) < 0)
+	if (trace_xform_close(&o.w, rd, err, errlen) < 0)
 		goto out;
 	ret = 0;
 	goto out;

@@ -218,9 +218,7 @@ static int zg_write(struct zg *z, struct trace_reader *rd, const char *out, char
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
 	}
-	struct trace_writer *done = w;
-	w = NULL;
-	ret = trace_xform_close(done, rd, err, errlen);
+	ret = trace_xform_close(&w, rd, err, errlen);
 	goto out;
 werr:
 	snprintf(err, errlen, "%s: writing failed", out);
