@@ -278,6 +278,7 @@ static void step_start(struct engine *e, uint64_t t)
 	step_close(e, t);
 	e->step_open = 1;
 	e->step_begin = t;
+	e->step_serial++;
 }
 
 int is_step_name(const char *n)
@@ -308,9 +309,13 @@ void ranges_end(struct engine *e, uint64_t until, uint64_t now)
 			t = e->floor;
 		if ((int64_t)(t - now) > 0)
 			t = now;
-		if (r.step && !e->x_steps)
+		if (r.step && !e->x_steps && r.step_serial == e->step_serial)
 			/* the step is over when its work is: the host at the
-			 * range end, then the device draining what it queued */
+			 * range end, then the device draining what it queued.
+			 * Only its own range ends it: a range whose end lies in
+			 * a later step (CUPTI stamps the first NVTX range of a
+			 * process late, its end inside a later step) was closed
+			 * at the next step's start and must not cut that one. */
 			step_close(e, t > e->gpu_end ? t : e->gpu_end);
 		if (e->nvtx) {
 			device_set_time(e->dev, t);
@@ -348,6 +353,7 @@ static void on_range(struct engine *e, const struct eng_rec *er, uint64_t now)
 		e->rng[e->nrng].end = rec->end;
 		e->rng[e->nrng].name = name ? name : "";
 		e->rng[e->nrng].step = step;
+		e->rng[e->nrng].step_serial = e->step_serial;
 		e->nrng++;
 		if (rec->end < e->rng_min || e->nrng == 1)
 			e->rng_min = rec->end;

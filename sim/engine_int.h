@@ -66,6 +66,7 @@ struct open_range {
 	uint64_t end;                 /* trace time */
 	const char *name;
 	int step;                     /* a "step" range that opened a step */
+	uint64_t step_serial;         /* which step it opened (engine.step_serial) */
 };
 
 /*
@@ -172,6 +173,7 @@ struct engine {
 	int x_steps;                  /* the trace has 'x step' records */
 	int step_open;
 	uint64_t step_begin;
+	uint64_t step_serial;         /* steps opened so far: the open one's number */
 	size_t steps_cap;
 
 	/* NVTX context for live-at-peak and the stored ranges */

@@ -219,6 +219,30 @@ Test(cost, nvtx_steps_exclude_warmup)
 	unlink(path);
 }
 
+/* A step range whose end lies inside a later step (CUPTI stamps the first
+ * NVTX range of a process late: 38 of 39 H200 captures) ends only its own
+ * step, which the next step's start already closed; the later step runs
+ * to its own end. */
+Test(cost, step_range_ending_in_a_later_step_does_not_cut_it)
+{
+	char path[64], err[256];
+	th_tmpfile(path, sizeof path, "cost",
+		   "gpumemsim-trace 1\nS 0 step\nS 1 kern\n"
+		   "r 0 +3005 0 0\nk 10 +900 7 1 1,1,1 1,1,1 0 0 0\n"
+		   "r 2000 +100 0 0\nk 2010 +300 7 1 1,1,1 1,1,1 0 0 0\n"
+		   "r 3000 +100 0 0\nk 3010 +500 7 1 1,1,1 1,1,1 0 0 0\n"
+		   "end 6 0\n");
+	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc};
+	struct sim_result r;
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.step_count, 3);
+	cr_assert_eq(r.step_ns[0], 2000);
+	cr_assert_eq(r.step_ns[1], 310);
+	cr_assert_eq(r.step_ns[2], 510, "the third step was cut at %lu", (unsigned long)r.step_ns[2]);
+	sim_result_free(&r);
+	unlink(path);
+}
+
 /* GPU work is queued when its launch call returns (joined by correlation
  * id), not at its recorded start: a cudaFree after the launch waits for
  * the kernel even though the kernel's record comes later in the file. */

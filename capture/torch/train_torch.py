@@ -136,6 +136,22 @@ def train(args, nvtx, on_step=None):
     return step_s, oom
 
 
+def host_probe_us():
+    """The host's speed for this process: a fixed pure-Python loop (no CUDA,
+    so nothing in a capture), the best of 5 runs in microseconds. Two
+    processes of one program on one host can run at different speeds; this
+    tells a slow process from a slow program."""
+    best = None
+    for _ in range(5):
+        t0 = time.perf_counter()
+        acc = 0
+        for i in range(200000):
+            acc += i & 7
+        dt = (time.perf_counter() - t0) * 1e6
+        best = dt if best is None or dt < best else best
+    return round(best, 1)
+
+
 def versions():
     return {"torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(),
@@ -166,13 +182,15 @@ def run_capture(args):
     print("train_torch: torch %s, torch._C._nvtx: %s, NVTX_INJECTION64_PATH=%s" % (
         torch.__version__, nvtx_kind, os.environ.get("NVTX_INJECTION64_PATH", "(unset)")),
         flush=True)
+    probe = [host_probe_us()]
     step_s, oom = train(args, nvtx=True)
+    probe.append(host_probe_us())
     info = {"model": args.model, "batch": args.batch, "img": args.img,
             "conf": "no_caching" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
             else (os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "default"),
             "oom": oom, "warmup": args.warmup,
             "step_s": step_s, "mean_step_s": mean_after_warmup(step_s, args.warmup),
-            "nvtx": nvtx_kind}
+            "nvtx": nvtx_kind, "host_probe_us": probe}
     info.update(versions())
     if args.json:
         write_json_atomic(args.json, info)
