@@ -220,7 +220,7 @@ Test(cost, nvtx_steps_exclude_warmup)
 }
 
 /* A step range whose end lies inside a later step (CUPTI stamps the first
- * NVTX range of a process late: 38 of 39 H200 captures) ends only its own
+ * NVTX range of a capture late in 58 of 74 H200 torch captures) ends only its own
  * step, which the next step's start already closed; the later step runs
  * to its own end. */
 Test(cost, step_range_ending_in_a_later_step_does_not_cut_it)
