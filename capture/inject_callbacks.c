@@ -9,12 +9,39 @@
 #endif
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "inject_int.h"
 
 /* Nesting of tracked runtime calls on this thread: driver calls made inside
  * them are the runtime's own and must not be counted twice. */
 __thread int cap_in_runtime;
+
+/* The capture's own time on this thread (the `p` record's own_ns and
+ * own_cbs, traces/FORMAT.md): what the timing model takes out of the host
+ * gaps, measured rather than estimated. own_acc: ns inside cap_callback in
+ * finished invocations; own_t0: entry of the one in progress; own_n:
+ * callbacks so far; *_mark: both at the previous kept call's end;
+ * *_enter: both at the kept call in progress's start (its corr in
+ * own_corr). Only the outermost call is timed (cap_runtime_cb), so one
+ * slot per thread holds it. */
+static __thread uint64_t own_acc, own_t0, own_mark, own_enter, own_corr;
+static __thread uint32_t own_n, own_n_mark, own_n_enter;
+static __thread int own_depth;
+
+static uint64_t own_clock(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The capture's time on this thread so far, the invocation in progress
+ * included up to now. */
+static uint64_t own_now(void)
+{
+	return own_acc + (own_clock() - own_t0);
+}
 
 /* A module loaded or is about to unload (CUPTI resource callback, on the
  * thread that called the driver). The converter frees the module's
@@ -118,6 +145,11 @@ static void cap_api_time(CUpti_CallbackDomain dom, CUpti_CallbackId id, const CU
 	cuptiGetTimestamp(&now);
 	if (enter) {
 		*cb->correlationData = now;
+		if (api) {
+			own_enter = own_now();
+			own_n_enter = own_n;
+			own_corr = cb->correlationId;
+		}
 		return;
 	}
 	r.rec.start = *cb->correlationData ? *cb->correlationData : now;
@@ -130,6 +162,15 @@ static void cap_api_time(CUpti_CallbackDomain dom, CUpti_CallbackId id, const CU
 		memset(&r.rec.u, 0, sizeof(r.rec.u));
 		r.rec.type = TREC_API;
 		r.rec.u.api.corr = cb->correlationId;
+		if (own_corr == cb->correlationId && own_mark) {
+			/* the gap from the previous kept call's end to this
+			 * one's start, not the first call of a thread's */
+			r.rec.u.api.own_ns = own_enter - own_mark;
+			r.rec.u.api.own_cbs = own_n_enter - own_n_mark;
+			r.rec.u.api.has_own = 1;
+		}
+		own_mark = own_now();
+		own_n_mark = own_n;
 		r.name = name;
 		cap_api_stage_push(&r);
 	}
@@ -301,12 +342,30 @@ static void cap_driver_links(CUpti_CallbackId id, const CUpti_CallbackData *cb, 
 #undef CAP_ON_FREE
 #undef CAP_ON_LAUNCH
 
+static void cap_dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data);
+
 void CUPTIAPI cap_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId id, const void *data)
 {
 	(void)userdata;
 	if (!atomic_load(&cap_active))
 		return;
+	if (own_depth++) {
+		/* a callback inside ours (a driver call we make): the outer
+		 * invocation's time holds it */
+		cap_dispatch(domain, id, data);
+		own_depth--;
+		return;
+	}
+	own_t0 = own_clock();
+	own_n++;
+	cap_dispatch(domain, id, data);
+	own_acc += own_clock() - own_t0;
+	own_depth--;
+}
+
+static void cap_dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *data)
+{
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
 		cap_runtime_cb(id, data);
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API)

@@ -306,6 +306,7 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 			json_kv_double(&j, "cap_call_us", cm->cap_call_ns / 1e3);
 			json_kv_double(&j, "cap_mem_us", cm->cap_mem_ns / 1e3);
 			json_kv_double(&j, "cap_range_us", cm->cap_range_ns / 1e3);
+			json_kv_double(&j, "cap_own", cm->cap_own);
 			json_kv_double(&j, "launch_latency_us", cm->launch_latency_ns / 1e3);
 			json_kv_double(&j, "trace_hit_us", cm->trace_hit_ns / 1e3);
 		}

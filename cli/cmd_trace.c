@@ -256,6 +256,8 @@ static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_re
 	case TREC_API:
 		cat_sid(f, r, rec->u.api.name, resolve);
 		fprintf(f, " %" PRIu64, rec->u.api.corr);
+		if (rec->u.api.has_own)
+			fprintf(f, " %" PRIu64 " %" PRIu32, rec->u.api.own_ns, rec->u.api.own_cbs);
 		break;
 	case TREC_CONTROL:
 		fprintf(f, " %s", trace_control_name(rec->u.control.kind));

@@ -163,6 +163,14 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			}
 			continue;
 		}
+		if (!strcmp(kv.key, "cap_own")) {
+			/* a factor on the measured own time, not a time */
+			if (conf_double(&kv, 0, 10, &m->cap_own, err, errlen) < 0) {
+				r = -1;
+				break;
+			}
+			continue;
+		}
 		if (!strcmp(kv.key, "host_scale")) {
 			/* a factor, not a time: 0 would make the host infinitely fast */
 			if (conf_double(&kv, 0.01, 100, &m->host_scale, err, errlen) < 0) {
@@ -178,7 +186,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
 				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
 				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
-				 "timeline, table, dev_call_us, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, "
+				 "timeline, table, dev_call_us, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
 				 "min_gap_us, launch_latency_us, trace_hit_us)",
 				 kv.key);
 			r = -1;

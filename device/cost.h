@@ -91,6 +91,9 @@ struct cost_model {
 				       * each recorded cudaMalloc/cudaFree, taken out with it, and
 				       * charged with every device call the policy makes */
 	double cap_range_ns;          /* per recorded NVTX range (push + pop) */
+	double cap_own;               /* factor on the capture's own time the trace measured
+				       * (a 'p' record's own_ns: inside the injection library
+				       * in the gap before the call), off that gap */
 	double cap_call_ns;           /* inside each kept API call: off its duration */
 	double min_gap_ns;            /* a host gap never shrinks below this */
 	double launch_latency_ns;     /* a launch's return to its kernel's earliest start */

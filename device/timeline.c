@@ -29,6 +29,9 @@
 #define CAP_CB_CALL_NS 0.0
 #define CAP_CB_MEM_NS 0.0
 #define CAP_CB_RANGE_NS 0.0
+/* the capture's own time a trace measured ('p' records' own_ns): the
+ * factor taken out of the gap before each call */
+#define CAP_OWN 0.0
 /* capture mode "activity": not measured; taken as callbacks' */
 #define CAP_ACT_SHARE CAP_CB_SHARE
 #define CAP_ACT_API_NS CAP_CB_API_NS
@@ -254,6 +257,7 @@ int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
 	if (!m->n_hit)
 		m->hit_ns = TL_HIT_NS; /* PyTorch's caching allocator, per call */
 	m->cap_api_ns = m->cap_cb_ns = m->cap_call_ns = m->cap_mem_ns = m->cap_range_ns = 0;
+	m->cap_own = 0;
 	snprintf(m->cap_mode, sizeof m->cap_mode, "none");
 	const char *mode = label(h, "capture_api");
 	const char *prod = h ? h->producer : NULL;
@@ -269,6 +273,7 @@ int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
 				m->cap_call_ns = cap_modes[i].call_ns;
 				m->cap_mem_ns = cap_modes[i].mem_ns;
 				m->cap_range_ns = cap_modes[i].range_ns;
+				m->cap_own = CAP_OWN;
 				snprintf(m->cap_mode, sizeof m->cap_mode, "%s", mode);
 				break;
 			}

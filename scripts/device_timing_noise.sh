@@ -4,9 +4,12 @@
 # the process to the GPU's CPUs (taskset) takes that away (issue 15: a
 # prediction cannot be closer to a run than two runs of it are to each other).
 #   scripts/device_timing_noise.sh OUT
-# For each of RUNS ("resnet18:32 mobilenet_v2:32"), REPS (3) rounds of four
-# processes, in order: uncaptured, uncaptured pinned, captured pinned,
-# captured; caching allocator on (CACHING=0: off), STEPS (20) steps, WARMUP (5).
+# For each of RUNS ("resnet18:32 mobilenet_v2:32"), REPS (3) rounds of the
+# processes KINDS names, in order (default "plain-free plain-pin cap-pin
+# cap-free": uncaptured, uncaptured pinned, captured pinned, captured;
+# also nolinks-free: captured with --no-links, apioff-free: --api off
+# --no-links, activity-free: --api activity); caching allocator on
+# (CACHING=0: off), STEPS (20) steps, WARMUP (5).
 # OUT: env.txt, build.log, timeline.txt, runs.tsv (one line a process: mean and
 # median step, capture_json's host probe before/after), noise.tgz (jsons,
 # logs, traces).
@@ -36,10 +39,18 @@ log "build rc $?"
 bin=$root/build/gpumemsim
 steps=${STEPS:-20} warmup=${WARMUP:-5} caching=${CACHING:-1}
 printf 'name\tmodel\tbatch\tcaptured\tpinned\trep\tmean_ms\tmedian_ms\tprobe_us_before\tprobe_us_after\trc\n' > "$OUT/runs.tsv"
-# one process: MODEL BATCH CAPTURED(0/1) PINNED(0/1) REP
+# one process: MODEL BATCH KIND REP (KIND: plain|cap|nolinks|apioff|activity
+# then -pin|-free)
 timed() {
-	local m=$1 b=$2 cap=$3 pinned=$4 rep=$5
-	local name=$m-b$b-$([ "$cap" = 1 ] && echo cap || echo plain)-$([ "$pinned" = 1 ] && echo pin || echo free)-$rep
+	local m=$1 b=$2 kind=$3 rep=$4
+	local name=$m-b$b-$kind-$rep cap=1 pinned=0 opts=()
+	case $kind in
+	plain-*) cap=0 ;;
+	nolinks-*) opts=(--no-links) ;;
+	apioff-*) opts=(--api off --no-links) ;;
+	activity-*) opts=(--api activity) ;;
+	esac
+	case $kind in *-pin) pinned=1 ;; esac
 	local j=$W/$name.json
 	local envs=(env -u PYTORCH_CUDA_ALLOC_CONF)
 	[ "$caching" = 1 ] && envs+=(-u PYTORCH_NO_CUDA_MEMORY_CACHING) || envs+=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
@@ -48,7 +59,7 @@ timed() {
 	local run=("$py" capture/torch/train_torch.py --mode capture --model "$m" --batch "$b" --img 224 \
 		--steps "$steps" --warmup "$warmup" --json "$j")
 	if [ "$cap" = 1 ]; then
-		"${envs[@]}" timeout $(($(left) - 15)) "${pre[@]}" "$bin" capture --label workload=torch --label model="$m" \
+		"${envs[@]}" timeout $(($(left) - 15)) "${pre[@]}" "$bin" capture "${opts[@]}" --label workload=torch --label model="$m" \
 			--label batch="$b" --label caching="$caching" -o "$W/$name.trace.gz" -- "${run[@]}" > "$W/$name.log" 2>&1
 	else
 		"${envs[@]}" timeout $(($(left) - 15)) "${pre[@]}" "${run[@]}" > "$W/$name.log" 2>&1
@@ -66,9 +77,9 @@ print("%.3f\t%.3f\t%s\t%s" % (1e3 * statistics.mean(s), 1e3 * statistics.median(
 for mb in ${RUNS:-resnet18:32 mobilenet_v2:32}; do
 	m=${mb%%:*} b=${mb##*:}
 	for rep in $(seq 1 "${REPS:-3}"); do
-		for cp in "0 0" "0 1" "1 1" "1 0"; do
+		for kind in ${KINDS:-plain-free plain-pin cap-pin cap-free}; do
 			if [ "$(left)" -lt 40 ]; then log "$m b$b rep $rep skipped: $(left) s left"; break 2; fi
-			timed "$m" "$b" $cp "$rep"
+			timed "$m" "$b" "$kind" "$rep"
 		done
 	done
 done

@@ -167,6 +167,7 @@ struct engine {
 	uint64_t tl_host_end;         /* recorded end of the latest host call or range start */
 	uint64_t tl_pending;          /* credit owed to the next host gap */
 	uint64_t tl_cb;               /* capture cost per CUPTI callback (timing.c) */
+	double tl_own;                /* factor on a record's measured own time (timing.c) */
 	uint64_t tl_last_corr;        /* correlation id of the latest API record */
 	double tl_gpu;                /* cost->gpu_scale (timed replays), else 1 */
 	/* steps */

@@ -15,8 +15,9 @@
  *    and the allocation's source lookup); an NVTX range cap_range_ns (the injection library);
  *    and cap_cb_ns per CUPTI callback since the previous API record,
  *    counted by correlation ids (the calls the trace does not keep get
- *    callbacks too); each comes off the gap before the record, never
- *    below min_gap_ns;
+ *    callbacks too); and cap_own times the capture's own time the trace
+ *    measured in that gap (a 'p' record's own_ns); each comes off the gap
+ *    before the record, never below min_gap_ns;
  *  - inside each kept call (a launch, a memset, a sync's own part) the
  *    capture cost cap_call_ns, never below min_gap_ns of call;
  *  - a kernel starts launch_latency_ns after its launch returns at the
@@ -44,6 +45,7 @@ void timing_init(struct engine *e)
 	e->tl_last_corr = 0;
 	e->tl_mem = ns_of(m->cap_mem_ns + m->dev_call_ns);
 	e->tl_range = ns_of(m->cap_range_ns);
+	e->tl_own = m->cap_own;
 	e->tl_call = ns_of(m->cap_call_ns + m->api_overhead_ns);
 	e->tl_min_gap = ns_of(m->min_gap_ns);
 	e->tl_latency = ns_of(m->launch_latency_ns);
@@ -70,6 +72,9 @@ void timing_credit(struct engine *e, const struct eng_rec *er)
 			if (r->u.api.corr > e->tl_last_corr)
 				e->tl_last_corr = r->u.api.corr;
 		}
+		if (r->u.api.has_own)
+			/* what the capture measured of itself in this gap */
+			want += ns_of(e->tl_own * (double)r->u.api.own_ns);
 		break;
 	case TREC_RANGE:
 		want = e->tl_range;

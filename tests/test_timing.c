@@ -203,7 +203,8 @@ Test(timing, own_calls_beat_the_table)
 /* Launches 20 us apart on the host, kernels of 5 us: host-bound. The
  * capture's share comes off the gaps and the calls, a per-record cost off
  * the gap before each call (never below min_gap). */
-static void host_bound_corr(char *path, size_t len, const char *label, unsigned cstep)
+static void host_bound_own(char *path, size_t len, const char *label, unsigned cstep,
+			   const char *own)
 {
 	struct th_sbuf b = {0};
 	h200_header(&b, label);
@@ -217,7 +218,8 @@ static void host_bound_corr(char *path, size_t len, const char *label, unsigned 
 		int nl = 0;
 		for (int i = 0; i < 10; i++) {
 			uint64_t p = t + 16000; /* 16 us gap, 4 us call */
-			snprintf(lines[nl++], sizeof lines[0], "p %lu %lu 0 %u", p, p + 4000, corr);
+			snprintf(lines[nl++], sizeof lines[0], "p %lu %lu 0 %u%s", p, p + 4000, corr,
+				 own ? own : "");
 			snprintf(lines[nl++], sizeof lines[0], "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u",
 				 p + 4500, p + 9500, corr);
 			corr += cstep;
@@ -236,6 +238,13 @@ static void host_bound_corr(char *path, size_t len, const char *label, unsigned 
 }
 
 /* The same, one CUPTI correlation id a launch (no unrecorded calls). */
+/* The same; the launches CSTEP correlation ids apart; OWN: the 'p'
+ * records' own-time fields (" OWN_NS OWN_CBS"), NULL for none. */
+static void host_bound_corr(char *path, size_t len, const char *label, unsigned cstep)
+{
+	host_bound_own(path, len, label, cstep, NULL);
+}
+
 static void host_bound(char *path, size_t len, const char *label)
 {
 	host_bound_corr(path, len, label, 1);
@@ -303,6 +312,38 @@ Test(timing, capture_cost_per_callback)
 	s = step_ns(path, &policy_cuda_malloc, &m);
 	cr_assert_eq(s, 10 * (16000 - 2000 + 4000) + 10000, "%lu", s);
 	unlink(path);
+}
+
+/* The capture's own time a trace measured ('p' own_ns) comes off the gap
+ * before the call when cap_own says so (a factor), never below min_gap;
+ * not by default (the fitted share already holds it). */
+Test(timing, measured_own_time_comes_off_the_gap)
+{
+	char path[64];
+	struct cost_model m;
+	host_bound_own(path, sizeof path, NULL, 1, " 5000 1");
+	fit(path, "host_scale=1,launch_latency_us=0", &m);
+	cr_assert_float_eq(m.cap_own, 0, 1e-9);
+	cr_assert_eq(step_ns(path, &policy_cuda_malloc, &m), 210000);
+	fit(path, "host_scale=1,launch_latency_us=0,cap_own=1", &m);
+	uint64_t s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * (16000 - 5000 + 4000) + 10000, "%lu", s);
+	fit(path, "host_scale=1,launch_latency_us=0,cap_own=0.5", &m);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * (16000 - 2500 + 4000) + 10000, "%lu", s);
+	fit(path, "host_scale=1,launch_latency_us=0,cap_own=10", &m);
+	s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert_eq(s, 10 * (1000 + 4000) + 10000, "%lu", s);
+	unlink(path);
+	/* a trace without the fields: the knob changes nothing */
+	host_bound(path, sizeof path, NULL);
+	fit(path, "host_scale=1,launch_latency_us=0,cap_own=1", &m);
+	cr_assert_eq(step_ns(path, &policy_cuda_malloc, &m), 210000);
+	unlink(path);
+	char err[256] = "";
+	cost_defaults(&m);
+	cr_assert_lt(cost_parse(&m, "cap_own=-1", err, sizeof err), 0);
+	cr_assert(strstr(err, "cap_own"), "%s", err);
 }
 
 /* gpu_scale stretches every GPU duration: a GPU-bound step follows it. */

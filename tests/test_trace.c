@@ -182,6 +182,9 @@ static void assert_same(const struct trace_rec *a, const struct trace_rec *b)
 	case TREC_API:
 		cr_assert_eq(a->u.api.name, b->u.api.name);
 		cr_assert_eq(a->u.api.corr, b->u.api.corr);
+		cr_assert_eq(a->u.api.has_own, b->u.api.has_own);
+		cr_assert_eq(a->u.api.own_ns, b->u.api.own_ns);
+		cr_assert_eq(a->u.api.own_cbs, b->u.api.own_cbs);
 		break;
 	case TREC_CONTROL:
 		cr_assert_eq(a->u.control.kind, b->u.control.kind);
@@ -734,6 +737,53 @@ Test(trace, graph_fields_read_both_forms)
 	trace_reader_close(r);
 }
 
+/* The capture's own time on a 'p' record: written only when measured,
+ * read back the same; a record without it keeps the old form. */
+Test(trace, api_own_fields_round_trip)
+{
+	const char *path = tpath("own.trace");
+	char err[512];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	struct trace_header h = {.producer = "test"};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	uint32_t name = trace_writer_intern(w, "cudaLaunchKernel");
+	struct trace_rec recs[3];
+	memset(recs, 0, sizeof recs);
+	for (int i = 0; i < 3; i++) {
+		recs[i].type = TREC_API;
+		recs[i].start = 1000 + 100 * (uint64_t)i;
+		recs[i].end = recs[i].start + 7;
+		recs[i].u.api.name = name;
+		recs[i].u.api.corr = 40 + (uint64_t)i;
+	}
+	recs[1].u.api = (struct trace_api){.name = name, .corr = 41, .own_ns = 1234,
+					   .own_cbs = 9, .has_own = 1};
+	recs[2].u.api = (struct trace_api){.name = name, .corr = 42, .has_own = 1};
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(trace_writer_record(w, &recs[i]), 0, "record %d", i);
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	char text[2048];
+	size_t len = fread(text, 1, sizeof text - 1, f);
+	text[len] = '\0';
+	fclose(f);
+	cr_assert(strstr(text, " 40\n"), "no own time: the old form:\n%s", text);
+	cr_assert(strstr(text, " 41 1234 9\n"), "%s", text);
+	cr_assert(strstr(text, " 42 0 0\n"), "a measured zero is written:\n%s", text);
+	struct trace_reader *rd = trace_reader_open(path);
+	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
+	struct trace_rec got;
+	for (int i = 0; i < 3; i++) {
+		memset(&got, 0xa5, sizeof got); /* absent fields must be set, not left */
+		cr_assert_eq(trace_reader_next(rd, &got), TRACE_OK, "%s", trace_reader_error(rd));
+		assert_same(&recs[i], &got);
+	}
+	cr_assert_eq(trace_reader_next(rd, &got), TRACE_EOF, "%s", trace_reader_error(rd));
+	trace_reader_close(rd);
+}
+
 /* One graph field (or three) is an error naming the file and line. */
 static void expect_bad_text(const char *name, const char *body, int line, const char *what)
 {
@@ -767,6 +817,15 @@ Test(trace, bad_graph_field_count)
 			"bad <graph> in 'c' record");
 	expect_bad_text("g7.trace", "k 10 +5 7 0 1,1,1 1,1,1 0 0 9 - 1 x\n", 3,
 			"bad <node> in 'k' record");
+}
+
+Test(trace, bad_api_own_fields)
+{
+	expect_bad_text("o1.trace", "p 10 +5 0 9 1234\n", 3,
+			"'p' record has <own_ns> without <own_cbs>");
+	expect_bad_text("o2.trace", "p 10 +5 0 9 1234 5 6\n", 3, "extra field in 'p' record");
+	expect_bad_text("o3.trace", "p 10 +5 0 9 x 5\n", 3, "bad <own_ns> in 'p' record");
+	expect_bad_text("o4.trace", "p 10 +5 0 9 1 4294967296\n", 3, "bad <own_cbs> in 'p' record");
 }
 
 /* A kernel's links live outside the record: the writer reads them through
