@@ -129,6 +129,13 @@ struct trace_range {         /* TREC_RANGE */
 struct trace_api {           /* TREC_API */
 	uint32_t name;       /* string id, e.g. "cudaMalloc" */
 	uint64_t corr;
+	/* The capture's own time on this call's thread since the previous
+	 * kept call ended and before this one began (ns inside the injection
+	 * library's callbacks), and how many callbacks that was. Written by
+	 * the capture (callbacks mode); has_own 0 when absent. */
+	uint64_t own_ns;
+	uint32_t own_cbs;
+	uint8_t has_own;
 };
 
 struct trace_control {       /* TREC_CONTROL */

@@ -614,9 +614,22 @@ static int rd_range_api(struct trace_reader *r, const char *p, char tag, struct 
 		TRY(rd_sid(r, &p, tag, "name", 0, &rec->u.range.name));
 		TRY(rd_u32(r, &p, tag, "depth", &rec->u.range.depth));
 	} else {
+		struct trace_api *a = &rec->u.api;
 		rec->type = TREC_API;
-		TRY(rd_sid(r, &p, tag, "name", 0, &rec->u.api.name));
-		TRY(rd_u64(r, &p, tag, "corr", &rec->u.api.corr));
+		TRY(rd_sid(r, &p, tag, "name", 0, &a->name));
+		TRY(rd_u64(r, &p, tag, "corr", &a->corr));
+		/* optional "<own_ns> <own_cbs>": both or neither */
+		a->own_ns = 0;
+		a->own_cbs = 0;
+		a->has_own = 0;
+		if (*p != '\n') {
+			TRY(rd_u64(r, &p, tag, "own_ns", &a->own_ns));
+			if (*p == '\n')
+				return rd_fail_at(r, TRACE_ERR_FORMAT, r->lineno,
+						  "'p' record has <own_ns> without <own_cbs> (both or neither)");
+			TRY(rd_u32(r, &p, tag, "own_cbs", &a->own_cbs));
+			a->has_own = 1;
+		}
 	}
 	return rd_eol(r, p, tag);
 }

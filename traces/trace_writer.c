@@ -540,6 +540,10 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec)
 			return w->status;
 		p = wr_sp_u64(p, rec->u.api.name);
 		p = wr_sp_u64(p, rec->u.api.corr);
+		if (rec->u.api.has_own) {
+			p = wr_sp_u64(p, rec->u.api.own_ns);
+			p = wr_sp_u64(p, rec->u.api.own_cbs);
+		}
 		break;
 	case TREC_CONTROL:
 		if (wr_check_kind(w, rec->u.control.kind, TCTL_COUNT, "control kind") < 0)
