@@ -313,9 +313,10 @@ void ranges_end(struct engine *e, uint64_t until, uint64_t now)
 			/* the step is over when its work is: the host at the
 			 * range end, then the device draining what it queued.
 			 * Only its own range ends it: a range whose end lies in
-			 * a later step (CUPTI stamps the first NVTX range of most
-			 * torch captures late, its end inside a later step) was closed
-			 * at the next step's start and must not cut that one. */
+			 * a later step (the capture writes a range that arrived
+			 * late, step 0 in most torch captures, with both ends
+			 * late: capture/convert.c) was closed at the next
+			 * step's start and must not cut that one. */
 			step_close(e, t > e->gpu_end ? t : e->gpu_end);
 		if (e->nvtx) {
 			device_set_time(e->dev, t);

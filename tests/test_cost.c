@@ -219,8 +219,9 @@ Test(cost, nvtx_steps_exclude_warmup)
 	unlink(path);
 }
 
-/* A step range whose end lies inside a later step (CUPTI stamps the first
- * NVTX range of a capture late in 58 of 74 H200 torch captures) ends only its own
+/* A step range whose end lies inside a later step (the capture writes a
+ * range that arrived late with both ends late: step 0 in 58 of 74 H200
+ * torch captures) ends only its own
  * step, which the next step's start already closed; the later step runs
  * to its own end. */
 Test(cost, step_range_ending_in_a_later_step_does_not_cut_it)
