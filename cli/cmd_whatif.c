@@ -210,6 +210,8 @@ static void print_interval_json(struct json *j, const struct interval_out *io)
 		json_kv_u64(j, "reserved_certain", rr->certain_reserved);
 		json_kv_u64(j, "reserved_uncertain_segments", rr->uncertain_segments);
 		json_kv_u64(j, "not_transient", rr->not_transient);
+		json_kv_u64(j, "reserved_intruders", rr->intruders);
+		json_kv_u64(j, "reserved_intruder_segments", rr->intruder_segments);
 		if (rr->not_transient)
 			json_kv_u64(j, "not_transient_site", rr->not_transient_site);
 		json_kv_u64(j, "replay_reserved_lo", rr->replay_reserved_lo);
@@ -245,7 +247,7 @@ static void print_interval_json(struct json *j, const struct interval_out *io)
 static void print_interval_text(const struct interval_out *io, FILE *f)
 {
 	const struct bf_interval *iv = io->iv;
-	char b1[32], b2[32], b3[32], b4[32], why[160];
+	char b1[32], b2[32], b3[32], b4[32], b5[32], why[160];
 	struct why_group g[16];
 	if (io->policy) {
 		const struct bf_replay_range *rr = io->rr;
@@ -291,7 +293,12 @@ static void print_interval_text(const struct interval_out *io, FILE *f)
 			if (rr->not_transient)
 				fprintf(f, " (%zu, the first site %zu)", rr->not_transient,
 					rr->not_transient_site);
-			if (rr->reserved_bounded && rr->uncertain_segments)
+			if (rr->reserved_bounded && rr->uncertain_segments && rr->intruders)
+				fprintf(f, " (%s + %s + %zu x one segment: %s)",
+					size_fmt(rr->certain_reserved, b1, sizeof b1),
+					size_fmt(rr->uncertain_segments, b2, sizeof b2), rr->intruders,
+					size_fmt(rr->intruder_segments, b5, sizeof b5));
+			else if (rr->reserved_bounded && rr->uncertain_segments)
 				fprintf(f, " (%s + %s)", size_fmt(rr->certain_reserved, b1, sizeof b1),
 					size_fmt(rr->uncertain_segments, b2, sizeof b2));
 			fprintf(f, "; replays at the sites' bounds %s-%s (no bound)\n",

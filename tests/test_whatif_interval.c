@@ -297,8 +297,9 @@ Test(whatif_interval, search_beyond_captures_is_a_range)
  * A warm-up step of N algorithm searches (ranges conv1.fwd, conv2.fwd, ...),
  * each a transient workspace of WS[k] bytes (allocated and freed in its
  * range, nothing allocated in between); weights of 4 MiB live throughout;
- * then "step 1". With INNER, a 4 MiB activation is allocated inside the
- * first search (so that request is not transient).
+ * then "step 1". With INNER 1, a 4 MiB activation is allocated inside the
+ * first search (so that request is not transient); with INNER 2, an
+ * empty_cache falls inside it instead.
  */
 /* the size of the allocation INNER makes inside the first search */
 static uint64_t inner_bytes = 4 * MiB;
@@ -321,8 +322,15 @@ static void write_searches(const char *path, uint64_t batch, const uint64_t *ws,
 		r.u.range.name = trace_writer_intern(w, name);
 		cr_assert_eq(trace_writer_record(w, &r), 0);
 		th_mem(w, TREC_ALLOC, t + 100, 0x200000000 + k * 0x100000000ull, ws[k]);
-		if (inner && k == 0)
+		if (inner == 1 && k == 0)
 			th_mem(w, TREC_ALLOC, t + 200, 0x900000000, inner_bytes);
+		if (inner == 2 && k == 0) {
+			memset(&r, 0, sizeof r);
+			r.type = TREC_CONTROL;
+			r.start = r.end = t + 200;
+			r.u.control.kind = TCTL_EMPTY_CACHE;
+			cr_assert_eq(trace_writer_record(w, &r), 0);
+		}
 		th_mem(w, TREC_FREE, t + 500, 0x200000000 + k * 0x100000000ull, ws[k]);
 		t += 1000;
 	}
@@ -332,7 +340,7 @@ static void write_searches(const char *path, uint64_t batch, const uint64_t *ws,
 	r.end = t + 500;
 	r.u.range.name = trace_writer_intern(w, "step 1");
 	cr_assert_eq(trace_writer_record(w, &r), 0);
-	if (inner)
+	if (inner == 1)
 		th_mem(w, TREC_FREE, t + 600, 0x900000000, inner_bytes);
 	th_mem(w, TREC_FREE, t + 700, 0x100000000, 4 * MiB);
 	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
@@ -439,11 +447,13 @@ Test(whatif_interval, reserved_bounds_contain_an_order_the_replays_miss)
 }
 
 /*
- * An activation allocated inside a search: that request is not transient
- * (a cached block it takes part of may stay pinned), so pytorch gets no
- * upper bound, said so, with the site; the lower bound stands.
+ * An activation allocated inside a search: that request is not transient.
+ * The activation (an intruder) may find no cached block where, without
+ * the search, it would have: the upper bound adds one segment for it
+ * (20 MiB: pytorch's segment for a 4 MiB request) to the replay without
+ * the searches plus one segment each; named in the JSON and the rule.
  */
-Test(whatif_interval, not_transient_has_no_upper_bound)
+Test(whatif_interval, intruder_adds_its_segment_to_the_bound)
 {
 	const uint64_t w8[2] = {200 * MiB, 300 * MiB}, w32[2] = {100 * MiB, 100 * MiB};
 	char p[2][128];
@@ -456,8 +466,34 @@ Test(whatif_interval, not_transient_has_no_upper_bound)
 	cr_assert_eq(json_u64(out, "interval_sites"), 2, "%s", out);
 	cr_assert_eq(json_u64(out, "not_transient"), 1, "%s", out);
 	cr_assert_eq(json_u64(out, "not_transient_site"), 1, "%s", out);
+	cr_assert_eq(json_u64(out, "reserved_intruders"), 1, "%s", out);
+	cr_assert_eq(json_u64(out, "reserved_intruder_segments"), 20 * MiB, "%s", out);
+	uint64_t hi = json_u64(out, "peak_reserved_hi");
+	cr_assert_eq(hi, json_u64(out, "reserved_certain") +
+				 json_u64(out, "reserved_uncertain_segments") + 20 * MiB, "%s", out);
+	cr_assert_geq(hi, json_u64(out, "peak_reserved"), "%s", out);
+	cr_assert(strstr(out, "one per request allocated in their pools") != NULL, "%s", out);
+	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "peak_lo"));
+	unlink(p[0]);
+	unlink(p[1]);
+}
+
+/* An empty_cache inside a search releases cached segments the run without
+ * it keeps: no upper bound, said so; the lower bound stands. */
+Test(whatif_interval, empty_cache_inside_a_search_has_no_upper_bound)
+{
+	const uint64_t w8[2] = {200 * MiB, 300 * MiB}, w32[2] = {100 * MiB, 100 * MiB};
+	char p[2][128];
+	th_tmpname(p[0], sizeof p[0], "whatif_interval_e8");
+	th_tmpname(p[1], sizeof p[1], "whatif_interval_e32");
+	write_searches(p[0], 8, w8, 2, 2);
+	write_searches(p[1], 32, w32, 2, 2);
+	char out[65536];
+	whatif_json(p[0], p[1], "pytorch", out, sizeof out);
+	cr_assert_eq(json_u64(out, "interval_sites"), 2, "%s", out);
+	cr_assert_eq(json_u64(out, "not_transient"), 1, "%s", out);
 	cr_assert(strstr(out, "\"peak_reserved_hi\":null") != NULL, "%s", out);
-	cr_assert(strstr(out, "not transient") != NULL, "%s", out);
+	cr_assert(strstr(out, "empty_cache falls while") != NULL, "%s", out);
 	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "peak_lo"));
 	unlink(p[0]);
 	unlink(p[1]);

@@ -212,6 +212,10 @@ struct bf_replay_range {
 	size_t not_transient;           /* unpredictable sites another allocation
 					 * (or an empty_cache) falls inside of */
 	size_t not_transient_site;      /* the first of them (template site) */
+	size_t intruders;               /* predicted requests allocated in the pool
+					 * of a live unpredictable one: one segment
+					 * each in the bound */
+	uint64_t intruder_segments;
 	/* the replays at the low and high bounds with the prediction: their
 	 * lowest and highest peaks (no bound under a caching policy) */
 	uint64_t replay_reserved_lo, replay_reserved_hi;

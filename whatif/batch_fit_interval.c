@@ -14,9 +14,11 @@
  * the replays at the bounds are kept for information, and the bounds are
  * argued per policy (bf_interval_replay; docs/whatif.md "Bounds of reserved
  * memory"): lower, every policy, the live bytes at the low bounds; upper,
- * cuda_malloc, the high-bound replay; pytorch (defaults), where every
- * unpredictable request is transient, the replay without them plus one
- * segment each at its high bound; no upper bound otherwise.
+ * cuda_malloc, the high-bound replay; pytorch (defaults), the replay
+ * without the unpredictable requests plus one segment each at its high
+ * bound and one per predicted request allocated in their pools while they
+ * are live; no upper bound where an empty_cache falls while one is live,
+ * or a replay ran out of memory, or for other policies.
  */
 #include "batch_fit_int.h"
 
@@ -429,6 +431,11 @@ struct bound_walk {
 	size_t not_transient;          /* unpredictable requests something else is
 					* allocated (or released) within */
 	size_t first_not_transient;    /* the first of them (template site) */
+	size_t intruders;              /* predicted requests allocated in the pool
+					* and stream of a live unpredictable one */
+	uint64_t intruder_segments;    /* one pytorch segment each */
+	size_t released;               /* unpredictable requests an empty_cache
+					* falls within */
 	uint8_t *drop;                 /* per template site: unpredictable, to the
 					* policy (the trace without them) */
 };
@@ -441,11 +448,12 @@ static int bound_walk(const struct bf_model *m, uint64_t batch, struct bound_wal
 	uint64_t *lo = calloc(na, sizeof *lo), *hi = calloc(na, sizeof *hi);
 	uint64_t *sz = calloc(m->n, sizeof *sz);
 	uint8_t *live = calloc(na, 1), *pol = calloc(na, 1), *pool = calloc(na, 1);
+	uint8_t *intruded = calloc(na, 1);
 	size_t *open = calloc(na, sizeof *open);
 	int ret = -1;
 	memset(bw, 0, sizeof *bw);
 	bw->drop = calloc(na, 1);
-	if (!lo || !hi || !sz || !live || !pol || !pool || !open || !bw->drop)
+	if (!lo || !hi || !sz || !live || !pol || !pool || !intruded || !open || !bw->drop)
 		goto out;
 	const char *sub = NULL;
 	for (size_t i = 0; i < T->hdr.nlabels; i++)
@@ -473,7 +481,11 @@ static int bound_walk(const struct bf_model *m, uint64_t batch, struct bound_wal
 	/* the live walk. An unpredictable request is transient when no other
 	 * allocation that could share its pool (pytorch keeps a small pool,
 	 * blocks up to 1 MiB, and a large one, per stream) and no empty_cache
-	 * falls between its allocation and its free */
+	 * falls between its allocation and its free. A request allocated in
+	 * such a pool while unpredictable ones are live (an intruder) may
+	 * find no cached block where, without them, it would have: it makes
+	 * at most one segment, counted once however many it intrudes on. An
+	 * unpredictable request never freed stays live to the end. */
 	uint64_t cur_lo = 0, cur_hi = 0;
 	size_t site = 0, nopen = 0;
 	for (size_t i = 0; i < T->nrec; i++) {
@@ -486,24 +498,27 @@ static int bound_walk(const struct bf_model *m, uint64_t batch, struct bound_wal
 			/* the engine gives a request without a stream stream 0 */
 #define STREAM_OF(x) ((x) == TRACE_NO_STREAM ? 0 : (x))
 			uint32_t st = STREAM_OF(r->u.mem.stream);
+			int intrudes = 0;
 			for (size_t k = 0; k < nopen; k++) {
 				size_t u = open[k];
 				if (STREAM_OF(T->rec[T->alloc_rec[u]].u.mem.stream) != st ||
 				    !(pool[u] & pool[s]))
 					continue;
-				if (!bw->not_transient++)
-					bw->first_not_transient = u;
-				open[k--] = open[--nopen];
-			}
-#undef STREAM_OF
-			if (bw->drop[s]) {
-				if (T->alloc_free_rec[s] == NO_IDX) {
+				intrudes = 1;
+				if (!intruded[u]) {
+					intruded[u] = 1;
 					if (!bw->not_transient++)
-						bw->first_not_transient = s; /* never freed */
-				} else {
-					open[nopen++] = s;
+						bw->first_not_transient = u;
 				}
 			}
+#undef STREAM_OF
+			/* an unpredictable intruder's segment is counted already */
+			if (intrudes && !bw->drop[s]) {
+				bw->intruders++;
+				bw->intruder_segments += pt_segment(hi[s]);
+			}
+			if (bw->drop[s])
+				open[nopen++] = s;
 			live[s] = 1;
 			cur_lo += lo[s];
 			cur_hi += pt_block_max(hi[s]);
@@ -518,9 +533,14 @@ static int bound_walk(const struct bf_model *m, uint64_t batch, struct bound_wal
 				}
 			continue;
 		} else if (r->type == TREC_CONTROL && r->u.control.kind == TCTL_EMPTY_CACHE) {
-			for (size_t k = 0; k < nopen; k++)
-				if (!bw->not_transient++)
-					bw->first_not_transient = open[k];
+			for (size_t k = 0; k < nopen; k++) {
+				bw->released++;
+				if (!intruded[open[k]]) {
+					intruded[open[k]] = 1;
+					if (!bw->not_transient++)
+						bw->first_not_transient = open[k];
+				}
+			}
 			nopen = 0;
 			continue;
 		} else {
@@ -543,6 +563,7 @@ out:
 	free(live);
 	free(pol);
 	free(pool);
+	free(intruded);
 	free(open);
 	return ret;
 }
@@ -646,6 +667,8 @@ int bf_interval_replay(const struct bf_model *m, uint64_t batch, const char *poi
 	r.not_transient = bw.not_transient;
 	r.not_transient_site = bw.first_not_transient;
 	r.uncertain_segments = bw.segments;
+	r.intruders = bw.intruders;
+	r.intruder_segments = bw.intruder_segments;
 	/* lower: every policy serves a request with a block at least its size,
 	 * and reserves at least what it serves; the live bytes are monotone in
 	 * the sizes, so their peak at the low bounds is below every outcome's */
@@ -665,8 +688,8 @@ int bf_interval_replay(const struct bf_model *m, uint64_t batch, const char *poi
 	} else if (pt_default) {
 		r.allocated_hi = bw.pt_alloc_hi;
 		r.allocated_bounded = 1;
-		if (bw.not_transient) {
-			r.rule = "no upper bound: an unpredictable request is not transient";
+		if (bw.released) {
+			r.rule = "no upper bound: an empty_cache falls while an unpredictable request is live";
 		} else {
 			char path[4096];
 			if (tmp_trace(path, sizeof path, err, errlen) < 0)
@@ -685,10 +708,14 @@ int bf_interval_replay(const struct bf_model *m, uint64_t batch, const char *poi
 			if (oom_c || r.oom) {
 				r.rule = "no upper bound: a replay ran out of memory (releases)";
 			} else {
-				r.reserved_hi = r.certain_reserved + bw.segments;
+				r.reserved_hi = r.certain_reserved + bw.segments + bw.intruder_segments;
 				r.reserved_bounded = 1;
-				r.rule = "pytorch: replay without the unpredictable requests + one "
-					 "segment each at its high bound";
+				r.rule = bw.intruders
+						 ? "pytorch: replay without the unpredictable requests + one "
+						   "segment each at its high bound + one per request allocated "
+						   "in their pools while they are live"
+						 : "pytorch: replay without the unpredictable requests + one "
+						   "segment each at its high bound";
 			}
 		}
 	} else {
