@@ -4,7 +4,7 @@
 #   --browser   also Chromium and its driver, which `make report-check` (and
 #               its test) renders the report in
 set -e
-pkgs="gcc make libsqlite3-dev zlib1g-dev libcriterion-dev gnuplot-nox sqlite3 python3"
+pkgs="gcc make libsqlite3-dev zlib1g-dev libcriterion-dev gnuplot-nox sqlite3 python3 jq"
 [ "${1:-}" = --browser ] && pkgs="$pkgs chromium chromium-driver"
 missing=""
 for p in $pkgs; do
