@@ -195,53 +195,53 @@ Test(cost, round_trip_and_steps)
 	free(b.s);
 }
 
-/* NVTX ranges named "step" delimit steps when there are no 'x step'
- * records; the mean leaves the first (warm-up) step out. */
-Test(cost, nvtx_steps_exclude_warmup)
+/* Three NVTX "step" ranges (the first ending at T + FIRST_END), a kernel in
+ * each; the replay's three step times into STEPS, their mean without the
+ * first into *MEAN. */
+static void three_steps(const char *first_end, uint64_t steps[3], uint64_t *mean)
 {
-	char path[64], err[256];
-	th_tmpfile(path, sizeof path, "cost",
-		   "gpumemsim-trace 1\nS 0 step\nS 1 kern\n"
-		   "r 0 +1000 0 0\nk 10 +900 7 1 1,1,1 1,1,1 0 0 0\n"
-		   "r 2000 +100 0 0\nk 2010 +300 7 1 1,1,1 1,1,1 0 0 0\n"
-		   "r 3000 +100 0 0\nk 3010 +500 7 1 1,1,1 1,1,1 0 0 0\n"
-		   "end 6 0\n");
+	char path[64], err[256], text[512];
+	snprintf(text, sizeof text,
+		 "gpumemsim-trace 1\nS 0 step\nS 1 kern\n"
+		 "r 0 +%s 0 0\nk 10 +900 7 1 1,1,1 1,1,1 0 0 0\n"
+		 "r 2000 +100 0 0\nk 2010 +300 7 1 1,1,1 1,1,1 0 0 0\n"
+		 "r 3000 +100 0 0\nk 3010 +500 7 1 1,1,1 1,1,1 0 0 0\n"
+		 "end 6 0\n", first_end);
+	th_tmpfile(path, sizeof path, "cost", text);
 	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc};
 	struct sim_result r;
 	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(r.step_count, 3);
-	/* each step lasts until its range ends and its kernel is done */
-	cr_assert_eq(r.step_ns[0], 1000);
-	cr_assert_eq(r.step_ns[1], 310);
-	cr_assert_eq(r.step_ns[2], 510);
-	cr_assert_eq(r.step_time_ns, (310 + 510) / 2);
+	memcpy(steps, r.step_ns, 3 * sizeof *steps);
+	*mean = r.step_time_ns;
 	sim_result_free(&r);
 	unlink(path);
 }
 
+/* NVTX ranges named "step" delimit steps when there are no 'x step'
+ * records; each lasts until its range ends and its kernel is done; the
+ * mean leaves the first (warm-up) step out. */
+Test(cost, nvtx_steps_exclude_warmup)
+{
+	uint64_t s[3], mean;
+	three_steps("1000", s, &mean);
+	cr_assert_eq(s[0], 1000);
+	cr_assert_eq(s[1], 310);
+	cr_assert_eq(s[2], 510);
+	cr_assert_eq(mean, (310 + 510) / 2);
+}
+
 /* A step range whose end lies inside a later step (the capture writes a
  * range that arrived late with both ends late: step 0 in 58 of 74 H200
- * torch captures) ends only its own
- * step, which the next step's start already closed; the later step runs
- * to its own end. */
+ * torch captures) ends only its own step, which the next step's start
+ * already closed; the later step runs to its own end. */
 Test(cost, step_range_ending_in_a_later_step_does_not_cut_it)
 {
-	char path[64], err[256];
-	th_tmpfile(path, sizeof path, "cost",
-		   "gpumemsim-trace 1\nS 0 step\nS 1 kern\n"
-		   "r 0 +3005 0 0\nk 10 +900 7 1 1,1,1 1,1,1 0 0 0\n"
-		   "r 2000 +100 0 0\nk 2010 +300 7 1 1,1,1 1,1,1 0 0 0\n"
-		   "r 3000 +100 0 0\nk 3010 +500 7 1 1,1,1 1,1,1 0 0 0\n"
-		   "end 6 0\n");
-	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc};
-	struct sim_result r;
-	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
-	cr_assert_eq(r.step_count, 3);
-	cr_assert_eq(r.step_ns[0], 2000);
-	cr_assert_eq(r.step_ns[1], 310);
-	cr_assert_eq(r.step_ns[2], 510, "the third step was cut at %lu", (unsigned long)r.step_ns[2]);
-	sim_result_free(&r);
-	unlink(path);
+	uint64_t s[3], mean;
+	three_steps("3005", s, &mean);
+	cr_assert_eq(s[0], 2000);
+	cr_assert_eq(s[1], 310);
+	cr_assert_eq(s[2], 510, "the third step was cut at %lu", (unsigned long)s[2]);
 }
 
 /* GPU work is queued when its launch call returns (joined by correlation

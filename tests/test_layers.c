@@ -5,20 +5,12 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include "helpers.h"
 
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-	cr_assert_neq(st, -1);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 Test(layers, the_tree_includes_only_downward)
 {
-	cr_assert_eq(run("sh scripts/check_layers.sh . >&2"), 0,
+	cr_assert_eq(th_sh("sh scripts/check_layers.sh . >&2"), 0,
 		     "an upward include (listed above): see docs/architecture.md");
 }
 
@@ -29,11 +21,11 @@ Test(layers, an_upward_include_is_caught)
 	snprintf(cmd, sizeof cmd,
 		 "rm -f %s && mkdir -p %s/traces %s/sim && printf '#include \"../sim/engine.h\"\\n' > %s/traces/a.c",
 		 dir, dir, dir, dir);
-	cr_assert_eq(run(cmd), 0);
+	cr_assert_eq(th_sh("%s", cmd), 0);
 	snprintf(cmd, sizeof cmd, "sh scripts/check_layers.sh %s | grep -q 'traces/a.c:1: traces includes ../sim/engine.h'", dir);
-	cr_assert_eq(run(cmd), 0, "the upward include is named");
+	cr_assert_eq(th_sh("%s", cmd), 0, "the upward include is named");
 	snprintf(cmd, sizeof cmd, "sh scripts/check_layers.sh %s >/dev/null", dir);
-	cr_assert_eq(run(cmd), 1);
+	cr_assert_eq(th_sh("%s", cmd), 1);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	run(cmd);
+	th_sh("%s", cmd);
 }

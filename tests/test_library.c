@@ -8,16 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helpers.h"
-
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-	cr_assert_neq(st, -1);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 /* The first number after KEY in TEXT, or -1. */
 static long long after(const char *text, const char *key)
@@ -43,13 +36,13 @@ Test(library, example_builds_and_matches_run)
 	snprintf(cmd, sizeof cmd,
 		 "${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror %s -I. docs/library_example.c "
 		 "%s -lsqlite3 -lz -lm -lpthread -o %s", san ? san : "", lib, exe);
-	cr_assert_eq(run(cmd), 0, "the example compiles against include/gpumemsim.h: %s", cmd);
+	cr_assert_eq(th_sh("%s", cmd), 0, "the example compiles against include/gpumemsim.h: %s", cmd);
 	const char *t = "traces/torch/torch-resnet18-b16.trace.gz";
 	snprintf(cmd, sizeof cmd, "%s %s pytorch expandable_segments:True 8GiB > %s", exe, t, out1);
-	cr_assert_eq(run(cmd), 0);
+	cr_assert_eq(th_sh("%s", cmd), 0);
 	snprintf(cmd, sizeof cmd, "%s run %s --policy pytorch --conf expandable_segments:True "
 		 "--capacity 8GiB --db %s --json > %s", bin, t, db, out2);
-	cr_assert_eq(run(cmd), 0);
+	cr_assert_eq(th_sh("%s", cmd), 0);
 	char *a = th_slurp(out1), *b = th_slurp(out2);
 	cr_assert_gt(after(a, "peak_reserved "), 0, "%s", a);
 	cr_assert_eq(after(a, "peak_reserved "), after(b, "\"peak_reserved\":"));
@@ -59,7 +52,7 @@ Test(library, example_builds_and_matches_run)
 	free(b);
 	/* an unknown policy is refused with the known ones */
 	snprintf(cmd, sizeof cmd, "%s %s nosuch 2>%s", exe, t, out1);
-	cr_assert_eq(run(cmd), 2);
+	cr_assert_eq(th_sh("%s", cmd), 2);
 	a = th_slurp(out1);
 	cr_assert(strstr(a, "pytorch"), "lists the policies");
 	free(a);

@@ -5,22 +5,13 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "helpers.h"
 
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-	cr_assert_neq(st, -1);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 Test(manifest, every_shipped_trace_is_listed)
 {
-	cr_assert_eq(run("bash scripts/manifest.sh --check >&2"), 0,
+	cr_assert_eq(th_sh("bash scripts/manifest.sh --check >&2"), 0,
 		     "traces/MANIFEST.tsv is out of date (listed above): run scripts/manifest.sh");
 }
 
@@ -34,11 +25,11 @@ Test(manifest, a_trace_without_a_row_is_caught_then_listed)
 		 "printf 'gpumemsim-trace 1\\nH gpu NVIDIA H200\\nL workload=cnn\\nL batch=8\\n"
 		 "a 10 0x1000 4096 -\\nf 20 0x1000 4096 -\\nend 2 0\\n' | gzip > %s/traces/sub/x.trace.gz",
 		 dir, dir, dir, dir, dir, dir);
-	cr_assert_eq(run(cmd), 0);
+	cr_assert_eq(th_sh("%s", cmd), 0);
 	snprintf(cmd, sizeof cmd, "bash %s/scripts/manifest.sh --check 2>&1", dir);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
 	cr_assert(strstr(out, "not in traces/MANIFEST.tsv: traces/sub/x.trace.gz"), "%s", out);
-	if (run("command -v jq >/dev/null") != 0)
+	if (!th_have("jq"))
 		cr_skip("jq is not installed: the update half needs it");
 	snprintf(cmd, sizeof cmd, "bash %s/scripts/manifest.sh %s 2>&1 && bash %s/scripts/manifest.sh --check 2>&1",
 		 dir, th_bin(), dir);
@@ -46,6 +37,5 @@ Test(manifest, a_trace_without_a_row_is_caught_then_listed)
 	snprintf(cmd, sizeof cmd, "cut -f1-4,8,13,14,18 %s/traces/MANIFEST.tsv | tail -1", dir);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert_str_eq(out, "sub/x.trace.gz\tcnn\t-\t8\tNVIDIA H200\t2\t1\t4096\n");
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	run(cmd);
+	th_sh("rm -rf %s", dir);
 }

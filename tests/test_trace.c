@@ -603,6 +603,34 @@ Test(trace, rewind_refused_after_failed_open)
 
 /* ------------------------------------------------- CUDA graph fields */
 
+/* Write RECS[0..N) with writer W (opened on PATH, header written) and
+ * close it; the file's text into TEXT (LEN bytes); read it back and check
+ * every record is the one written (absent optional fields must be set by
+ * the reader, not left: the records are read over a poisoned buffer). */
+static void write_read_back(struct trace_writer *w, const char *path, const struct trace_rec *recs,
+			    int n, char *text, size_t len)
+{
+	char err[512];
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(trace_writer_record(w, &recs[i]), 0, "record %d", i);
+	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t got_len = fread(text, 1, len - 1, f);
+	text[got_len] = '\0';
+	fclose(f);
+	struct trace_reader *rd = trace_reader_open(path);
+	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
+	struct trace_rec got;
+	for (int i = 0; i < n; i++) {
+		memset(&got, 0xa5, sizeof got);
+		cr_assert_eq(trace_reader_next(rd, &got), TRACE_OK, "%s", trace_reader_error(rd));
+		assert_same(&recs[i], &got);
+	}
+	cr_assert_eq(trace_reader_next(rd, &got), TRACE_EOF, "%s", trace_reader_error(rd));
+	trace_reader_close(rd);
+}
+
 /* Kernels, copies and memsets with and without graph fields, written and
  * read back; the text has the fields only where they are set. */
 Test(trace, graph_fields_round_trip)
@@ -668,16 +696,8 @@ Test(trace, graph_fields_round_trip)
 	r->start = 1060;
 	r->end = 1070;
 	r->u.copy = (struct trace_copy){.stream = 7, .bytes = 64, .corr = 53, .graph_node = 46};
-	for (int i = 0; i < n; i++)
-		cr_assert_eq(trace_writer_record(w, &recs[i]), 0, "record %d", i);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
-
-	FILE *f = fopen(path, "r");
-	cr_assert_not_null(f);
 	char text[4096];
-	size_t len = fread(text, 1, sizeof text - 1, f);
-	text[len] = '\0';
-	fclose(f);
+	write_read_back(w, path, recs, n, text, sizeof text);
 	cr_assert(strstr(text, " 50 0 3 42\n"), "kernel with links and graph:\n%s", text);
 	cr_assert(strstr(text, " 50 - 4294967295 18446744073709551615\n"),
 		  "kernel with graph, no links:\n%s", text);
@@ -686,16 +706,6 @@ Test(trace, graph_fields_round_trip)
 	cr_assert(strstr(text, " htod 52\n"), "%s", text);
 	cr_assert(strstr(text, " 64 50 3 45\n"), "%s", text);
 	cr_assert(strstr(text, " 64 53 0 46\n"), "a node without a graph id is kept:\n%s", text);
-
-	struct trace_reader *rd = trace_reader_open(path);
-	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
-	struct trace_rec got;
-	for (int i = 0; i < n; i++) {
-		cr_assert_eq(trace_reader_next(rd, &got), TRACE_OK, "%s", trace_reader_error(rd));
-		assert_same(&recs[i], &got);
-	}
-	cr_assert_eq(trace_reader_next(rd, &got), TRACE_EOF, "%s", trace_reader_error(rd));
-	trace_reader_close(rd);
 }
 
 /* Hand-written: both forms read, absent fields are 0 0. */
@@ -760,28 +770,11 @@ Test(trace, api_own_fields_round_trip)
 	recs[1].u.api = (struct trace_api){.name = name, .corr = 41, .own_ns = 1234,
 					   .own_cbs = 9, .has_own = 1};
 	recs[2].u.api = (struct trace_api){.name = name, .corr = 42, .has_own = 1};
-	for (int i = 0; i < 3; i++)
-		cr_assert_eq(trace_writer_record(w, &recs[i]), 0, "record %d", i);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
-	FILE *f = fopen(path, "r");
-	cr_assert_not_null(f);
 	char text[2048];
-	size_t len = fread(text, 1, sizeof text - 1, f);
-	text[len] = '\0';
-	fclose(f);
+	write_read_back(w, path, recs, 3, text, sizeof text);
 	cr_assert(strstr(text, " 40\n"), "no own time: the old form:\n%s", text);
 	cr_assert(strstr(text, " 41 1234 9\n"), "%s", text);
 	cr_assert(strstr(text, " 42 0 0\n"), "a measured zero is written:\n%s", text);
-	struct trace_reader *rd = trace_reader_open(path);
-	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));
-	struct trace_rec got;
-	for (int i = 0; i < 3; i++) {
-		memset(&got, 0xa5, sizeof got); /* absent fields must be set, not left */
-		cr_assert_eq(trace_reader_next(rd, &got), TRACE_OK, "%s", trace_reader_error(rd));
-		assert_same(&recs[i], &got);
-	}
-	cr_assert_eq(trace_reader_next(rd, &got), TRACE_EOF, "%s", trace_reader_error(rd));
-	trace_reader_close(rd);
 }
 
 /* One graph field (or three) is an error naming the file and line. */

@@ -446,6 +446,27 @@ Test(whatif_interval, reserved_bounds_contain_an_order_the_replays_miss)
 	unlink(p[1]);
 }
 
+/* Two searches at batch 8 (200, 300 MiB) and 32 (100, 100 MiB) with INNER
+ * (write_searches) inside the first; `whatif batch --policy pytorch --json`
+ * at 16 into OUT, after the checks every such case shares: two sites with
+ * ranges, the first not transient, the lower bound the live bytes'. */
+static void inner_case(int inner, char *out, size_t len)
+{
+	const uint64_t w8[2] = {200 * MiB, 300 * MiB}, w32[2] = {100 * MiB, 100 * MiB};
+	char p[2][128];
+	th_tmpname(p[0], sizeof p[0], "whatif_interval_i8");
+	th_tmpname(p[1], sizeof p[1], "whatif_interval_i32");
+	write_searches(p[0], 8, w8, 2, inner);
+	write_searches(p[1], 32, w32, 2, inner);
+	whatif_json(p[0], p[1], "pytorch", out, len);
+	unlink(p[0]);
+	unlink(p[1]);
+	cr_assert_eq(json_u64(out, "interval_sites"), 2, "%s", out);
+	cr_assert_eq(json_u64(out, "not_transient"), 1, "%s", out);
+	cr_assert_eq(json_u64(out, "not_transient_site"), 1, "%s", out);
+	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "peak_lo"));
+}
+
 /*
  * An activation allocated inside a search: that request is not transient.
  * The activation (an intruder) may find no cached block where, without
@@ -455,17 +476,8 @@ Test(whatif_interval, reserved_bounds_contain_an_order_the_replays_miss)
  */
 Test(whatif_interval, intruder_adds_its_segment_to_the_bound)
 {
-	const uint64_t w8[2] = {200 * MiB, 300 * MiB}, w32[2] = {100 * MiB, 100 * MiB};
-	char p[2][128];
-	th_tmpname(p[0], sizeof p[0], "whatif_interval_n8");
-	th_tmpname(p[1], sizeof p[1], "whatif_interval_n32");
-	write_searches(p[0], 8, w8, 2, 1);
-	write_searches(p[1], 32, w32, 2, 1);
 	char out[65536];
-	whatif_json(p[0], p[1], "pytorch", out, sizeof out);
-	cr_assert_eq(json_u64(out, "interval_sites"), 2, "%s", out);
-	cr_assert_eq(json_u64(out, "not_transient"), 1, "%s", out);
-	cr_assert_eq(json_u64(out, "not_transient_site"), 1, "%s", out);
+	inner_case(1, out, sizeof out);
 	cr_assert_eq(json_u64(out, "reserved_intruders"), 1, "%s", out);
 	cr_assert_eq(json_u64(out, "reserved_intruder_segments"), 20 * MiB, "%s", out);
 	uint64_t hi = json_u64(out, "peak_reserved_hi");
@@ -473,30 +485,16 @@ Test(whatif_interval, intruder_adds_its_segment_to_the_bound)
 				 json_u64(out, "reserved_uncertain_segments") + 20 * MiB, "%s", out);
 	cr_assert_geq(hi, json_u64(out, "peak_reserved"), "%s", out);
 	cr_assert(strstr(out, "one per request allocated in their pools") != NULL, "%s", out);
-	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "peak_lo"));
-	unlink(p[0]);
-	unlink(p[1]);
 }
 
 /* An empty_cache inside a search releases cached segments the run without
  * it keeps: no upper bound, said so; the lower bound stands. */
 Test(whatif_interval, empty_cache_inside_a_search_has_no_upper_bound)
 {
-	const uint64_t w8[2] = {200 * MiB, 300 * MiB}, w32[2] = {100 * MiB, 100 * MiB};
-	char p[2][128];
-	th_tmpname(p[0], sizeof p[0], "whatif_interval_e8");
-	th_tmpname(p[1], sizeof p[1], "whatif_interval_e32");
-	write_searches(p[0], 8, w8, 2, 2);
-	write_searches(p[1], 32, w32, 2, 2);
 	char out[65536];
-	whatif_json(p[0], p[1], "pytorch", out, sizeof out);
-	cr_assert_eq(json_u64(out, "interval_sites"), 2, "%s", out);
-	cr_assert_eq(json_u64(out, "not_transient"), 1, "%s", out);
+	inner_case(2, out, sizeof out);
 	cr_assert(strstr(out, "\"peak_reserved_hi\":null") != NULL, "%s", out);
 	cr_assert(strstr(out, "empty_cache falls while") != NULL, "%s", out);
-	cr_assert_eq(json_u64(out, "peak_reserved_lo"), json_u64(out, "peak_lo"));
-	unlink(p[0]);
-	unlink(p[1]);
 }
 
 /*
