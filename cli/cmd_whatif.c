@@ -291,7 +291,7 @@ static void print_interval_text(const struct interval_out *io, FILE *f)
 			const struct bf_replay_range *rr = io->rr;
 			fprintf(f, "whatif:   bound: %s", rr->rule ? rr->rule : "");
 			if (rr->not_transient)
-				fprintf(f, " (%zu, the first site %zu)", rr->not_transient,
+				fprintf(f, " (%zu not transient, the first site %zu)", rr->not_transient,
 					rr->not_transient_site);
 			if (rr->reserved_bounded && rr->uncertain_segments && rr->intruders)
 				fprintf(f, " (%s + %s + %zu x one segment: %s)",
