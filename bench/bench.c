@@ -137,8 +137,7 @@ static int generate(const char *path, uint64_t mem_events, struct gen_stats *gs)
 			nrec++;
 		}
 	}
-	if (trace_writer_close(w, 1, 0, err, sizeof err) < 0) {
-		w = NULL;
+	if (trace_writer_close(&w, 1, 0, err, sizeof err) < 0) {
 		fprintf(stderr, "bench: %s\n", err);
 		goto fail;
 	}

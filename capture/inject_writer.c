@@ -202,8 +202,7 @@ static void cap_finalize(void)
 	cap_conv_stats(cap_conv, &st);
 	uint64_t dropped = atomic_load(&cap_dropped) + atomic_load(&cap_zero_time) + atomic_load(&cap_oom);
 	char err[256] = "";
-	int rc = trace_writer_close(cap_writer, 1, dropped, err, sizeof(err));
-	cap_writer = NULL;
+	int rc = trace_writer_close(&cap_writer, 1, dropped, err, sizeof(err));
 	if (rc < 0)
 		fprintf(stderr, "gpumemsim capture: %s: %s\n", cap_path, err);
 	else

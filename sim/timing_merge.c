@@ -256,11 +256,8 @@ int timing_merge_requests(const char *cap_path, const char *req_path, const char
 			goto out;
 		}
 	}
-	if (trace_writer_close(w, 1, 0, err, errlen) < 0) {
-		w = NULL;
+	if (trace_writer_close(&w, 1, 0, err, errlen) < 0)
 		goto out;
-	}
-	w = NULL;
 	ret = 0;
 	goto out;
 nomem:

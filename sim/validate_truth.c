@@ -376,8 +376,7 @@ static int filter_capture(const char *in, const char *out, struct validate_filte
 			u64map_init(&live);
 		}
 	}
-	rc = trace_writer_close(w, 1, 0, err, errlen);
-	w = NULL;
+	rc = trace_writer_close(&w, 1, 0, err, errlen);
 	goto cleanup;
 nomem:
 	snprintf(err, errlen, "%s: out of memory", in);

@@ -192,7 +192,7 @@ void th_write_model_trace(const char *path, const char *batch, uint64_t mib)
 	cr_assert_eq(trace_writer_record(w, &k), 0);
 	th_mem(w, TREC_FREE, 4000000, 0x100000, 0);
 	th_mem(w, TREC_FREE, 5000000, 0x40000000, 0);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* Two batches x three policies plus one OOM: every table and figure of the

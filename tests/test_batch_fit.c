@@ -56,7 +56,7 @@ static void write_capture(const char *path, uint64_t batch, int extra)
 		FREE(0x200000000, 512 * (2 + batch));
 	}
 	FREE(0x100000000, 4 * MiB);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 static struct bf_trace *load(const char *path)
@@ -206,7 +206,7 @@ static void write_late_range(const char *path, uint64_t batch)
 	FREE(0x300000000, MiB * batch);
 	FREE(0x100000000, 4 * MiB);
 #undef RANGE
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 Test(batch_fit, late_outer_range_keeps_the_layer)
@@ -289,7 +289,7 @@ static void write_search_capture(const char *path, uint64_t batch)
 	FREE(0x300000000, MiB * batch);
 	FREE(0x100000000, 4 * MiB);
 #undef RANGE
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* The search workspace aligns with the other captures' search workspace,
@@ -414,7 +414,7 @@ static void write_statics_capture(const char *path, uint64_t batch, int late)
 	FREE(0x300000000, MiB * batch);
 #undef STATICS
 #undef RANGE2
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* Module globals made in another layer at one batch size do not unalign
@@ -569,7 +569,7 @@ static void write_linked_capture(const char *path, uint64_t batch, uint32_t nker
 			ids[i] = (k + i) % 3;
 		cr_assert_eq(trace_writer_record(w, &r), 0);
 	}
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 Test(batch_fit, kernel_links_survive_the_fit)
@@ -714,7 +714,7 @@ static void write_late_range_capture(const char *path, uint64_t batch, int late)
 	FREE(0x500000000, 1024);
 	FREE(0x300000000, MiB * batch);
 #undef RANGE3
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 Test(batch_fit, late_range_is_put_back)

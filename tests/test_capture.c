@@ -475,7 +475,7 @@ Test(capture_convert, round_trip_through_writer_and_reader)
 	cr_assert_eq(cap_conv_link(c, 30, l, 1), 0);
 	push_free(c, 2000, 0x7f0000000000ull);
 	cr_assert_eq(cap_conv_emit_all(c), 0);
-	cr_assert_eq(trace_writer_close(ctx.w, 1, 7, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&ctx.w, 1, 7, err, sizeof(err)), 0, "%s", err);
 	cap_conv_free(c);
 
 	struct trace_reader *r = trace_reader_open(path);

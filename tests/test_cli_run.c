@@ -33,7 +33,7 @@ static void write_trace(const char *path, int bad)
 	th_mem(w, TREC_ALLOC, 110, 0x2000, 200);
 	th_mem(w, TREC_FREE, 120, 0x1000, 0);
 	th_mem(w, TREC_FREE, 130, bad ? 0xbad000 : 0x2000, 0);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 static void setup(struct cli *c)

@@ -49,7 +49,7 @@ static void write_trace(const char *path, int empty)
 		th_mem(w, TREC_FREE, 2300, 0x500000, 150 * MiB);
 		empty_cache(w, 3000);
 	}
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* Replay PATH under P (CONF) with a log into L; the result into R. */

@@ -109,7 +109,7 @@ static void tb_control(struct tb *t, uint64_t ts, uint32_t kind, uint64_t bytes)
 static void tb_close(struct tb *t, int complete)
 {
 	char err[256];
-	cr_assert_eq(trace_writer_close(t->w, complete, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&t->w, complete, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* The 1-based line of the first line of PATH that starts with PREFIX and

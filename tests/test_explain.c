@@ -64,7 +64,7 @@ static void write_cap(const char *path, const struct cap *c)
 	th_mem(w, TREC_ALLOC, 4100, 0x400000000, c->grad);
 	th_mem(w, TREC_FREE, 4200, 0x200000000, c->act);
 	th_mem(w, TREC_FREE, 5100, 0x400000000, c->grad);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* The number after "KEY": in the point of batch BATCH of explain's JSON OUT. */
@@ -253,7 +253,7 @@ static void write_ops(const char *path, uint64_t batch, const struct op *ops, si
 			th_mem(w, ops[i].op == 'a' ? TREC_ALLOC : TREC_FREE, ops[i].t, ops[i].addr,
 			       ops[i].bytes);
 	}
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* explain's text output for two captures A (batch 8) and B (batch 16). */

@@ -81,7 +81,7 @@ static void tw_kernel(struct tw *t, const char *name, uint64_t dur, const int *l
 static void tw_close(struct tw *t)
 {
 	char err[256];
-	cr_assert_eq(trace_writer_close(t->w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&t->w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /*

@@ -87,7 +87,7 @@ static struct trace_writer *open_w(const char *path)
 static void close_w(struct trace_writer *w)
 {
 	char err[256];
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 static void mem(struct trace_writer *w, enum trace_rec_type type, uint64_t t, uint64_t addr,
@@ -440,7 +440,7 @@ static void strip_markers(const char *src, const char *dst)
 		cr_assert_eq(trace_writer_record(w, &rec), 0);
 	}
 	cr_assert_eq(rc, TRACE_EOF);
-	cr_assert_eq(trace_writer_close(w, 1, trace_reader_trailer(r)->dropped, err, sizeof err), 0);
+	cr_assert_eq(trace_writer_close(&w, 1, trace_reader_trailer(r)->dropped, err, sizeof err), 0);
 	trace_reader_close(r);
 }
 

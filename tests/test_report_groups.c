@@ -34,7 +34,7 @@ static void write_trace(const char *path, const char *workload, long batch, uint
 	th_mem(w, TREC_ALLOC, 2000000, 0x40000000, mib << 20);
 	th_mem(w, TREC_FREE, 4000000, 0x100000, 0);
 	th_mem(w, TREC_FREE, 5000000, 0x40000000, 0);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 static void setup(void)

@@ -75,7 +75,7 @@ static void write_trace(const char *path, unsigned seed, unsigned nalloc, const 
 	for (unsigned s = 0; s < 48; s++)
 		if (live[s])
 			th_mem(w, TREC_FREE, t += 10, live[s], 0);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* Run `gpumemsim ARGS` with stdout and stderr in DIR/out, DIR/err. */

@@ -226,7 +226,7 @@ static void round_trip(const char *path)
 		}
 		cr_assert_eq(trace_writer_record(w, &recs[i]), 0, "record %d", i);
 	}
-	cr_assert_eq(trace_writer_close(w, 1, 7, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 7, err, sizeof err), 0, "%s", err);
 
 	struct trace_reader *r = trace_reader_open(path);
 	cr_assert_not_null(r);
@@ -454,7 +454,7 @@ Test(trace, bad_truncated_gzip)
 					       .source = TRACE_NO_STRING};
 		cr_assert_eq(trace_writer_record(w, &rec), 0);
 	}
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 	FILE *in = fopen(full, "rb"), *out = fopen(cut, "wb");
 	cr_assert(in && out);
 	fseek(in, 0, SEEK_END);
@@ -486,7 +486,7 @@ Test(trace, writer_rejects_out_of_order)
 	cr_assert_eq(trace_writer_record(w, &rec), 0);
 	rec.start = rec.end = 50;
 	cr_assert_lt(trace_writer_record(w, &rec), 0);
-	cr_assert_lt(trace_writer_close(w, 1, 0, err, sizeof err), 0);
+	cr_assert_lt(trace_writer_close(&w, 1, 0, err, sizeof err), 0);
 	cr_assert(strstr(err, "before the previous record"), "%s", err);
 	cr_assert_neq(access(path, F_OK), 0, "atomic writer leaves no file after an error");
 }
@@ -509,7 +509,7 @@ Test(trace, writer_full_disk_is_an_error)
 			rec.start = rec.end = (uint64_t)i;
 			failed = trace_writer_record(w, &rec) < 0;
 		}
-		int rc = trace_writer_close(w, 1, 0, err, sizeof err);
+		int rc = trace_writer_close(&w, 1, 0, err, sizeof err);
 		cr_assert_lt(rc, 0, "gz=%d: writing to a full disk must fail", gz);
 		cr_assert(strstr(err, link), "'%s' names the file", err);
 		unlink(link);
@@ -526,7 +526,7 @@ Test(trace, atomic_writer_removes_temp_when_rename_fails)
 	struct trace_rec rec = {.type = TREC_ALLOC};
 	rec.u.mem.source = TRACE_NO_STRING;
 	cr_assert_eq(trace_writer_record(w, &rec), 0);
-	cr_assert_lt(trace_writer_close(w, 1, 0, err, sizeof err), 0);
+	cr_assert_lt(trace_writer_close(&w, 1, 0, err, sizeof err), 0);
 	cr_assert(strstr(err, "rename"), "%s", err);
 	rmdir(path);
 	DIR *d = opendir(tdir);
@@ -613,7 +613,7 @@ static void write_read_back(struct trace_writer *w, const char *path, const stru
 	char err[512];
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(trace_writer_record(w, &recs[i]), 0, "record %d", i);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 	FILE *f = fopen(path, "r");
 	cr_assert_not_null(f);
 	size_t got_len = fread(text, 1, len - 1, f);
@@ -857,7 +857,7 @@ Test(trace, kernel_links_outside_the_record)
 	r.end = 230;
 	r.u.kernel.nlinks = 1;
 	cr_assert_eq(trace_writer_record(w, &r), 0);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 
 	struct trace_reader *rd = trace_reader_open(path);
 	cr_assert_eq(trace_reader_status(rd), 0, "%s", trace_reader_error(rd));

@@ -51,7 +51,7 @@ static void write_capture(const char *path, uint64_t batch, uint64_t ws, int ext
 	if (extra == 2)
 		MEM(TREC_FREE, 0x500000000, 16 * MiB);
 	MEM(TREC_FREE, 0x100000000, 4 * MiB);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* whatif batch writes a trace; misaligned captures are aligned where they

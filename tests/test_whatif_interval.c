@@ -55,7 +55,7 @@ static void write_capture(const char *path, uint64_t batch, uint64_t ws, int sea
 		cr_assert_eq(trace_writer_record(w, &r), 0);
 	}
 	th_mem(w, TREC_FREE, 10000, 0x100000000, 4 * MiB);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 static struct bf_trace *load(const char *path)
@@ -343,7 +343,7 @@ static void write_searches(const char *path, uint64_t batch, const uint64_t *ws,
 	if (inner == 1)
 		th_mem(w, TREC_FREE, t + 600, 0x900000000, inner_bytes);
 	th_mem(w, TREC_FREE, t + 700, 0x100000000, 4 * MiB);
-	cr_assert_eq(trace_writer_close(w, 1, 0, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
 }
 
 /* `whatif batch --json --policy P` on the captures A (batch 8) and B

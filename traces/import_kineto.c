@@ -767,20 +767,16 @@ static int write_all(struct kin *k, const char *out, int64_t dev, int64_t shift,
 		if (trace_writer_record(w, &rec) < 0)
 			goto werr;
 	}
-	if (trace_writer_close(w, 1, 0, k->err, k->errlen) < 0) {
-		w = NULL;
+	if (trace_writer_close(&w, 1, 0, k->err, k->errlen) < 0)
 		goto out;
-	}
-	w = NULL;
 	rc = 0;
 	goto out;
 werr:
 	/* close reports the writer's sticky message, then the file goes */
-	if (trace_writer_close(w, 0, 0, k->err, k->errlen) == 0) {
+	if (trace_writer_close(&w, 0, 0, k->err, k->errlen) == 0) {
 		remove(out);
 		kfail(k, 0, "writing %s failed", out);
 	}
-	w = NULL;
 	goto out;
 abort:
 	trace_writer_abort(w);

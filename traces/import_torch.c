@@ -639,11 +639,8 @@ int import_torch_snapshot_labeled(const char *in, const char *out, const char *j
 	eof.a = IT_EOF;
 	if (flush_run(&s, &eof) < 0)
 		goto writer_error;
-	if (trace_writer_close(s.w, 1, 0, err, errlen) < 0) {
-		s.w = NULL;
+	if (trace_writer_close(&s.w, 1, 0, err, errlen) < 0)
 		goto cleanup;
-	}
-	s.w = NULL;
 	if (stats)
 		*stats = s.st;
 	rc = 0;
@@ -651,11 +648,10 @@ int import_torch_snapshot_labeled(const char *in, const char *out, const char *j
 
 writer_error:
 	/* close reports the writer's sticky error message; then discard */
-	if (trace_writer_close(s.w, 0, 0, err, errlen) == 0) {
+	if (trace_writer_close(&s.w, 0, 0, err, errlen) == 0) {
 		unlink(out);
 		snprintf(err, errlen, "%s: writing %s failed", in, out);
 	}
-	s.w = NULL;
 	goto cleanup;
 abort:
 	trace_writer_abort(s.w);

@@ -290,11 +290,13 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec);
 int trace_writer_flush(struct trace_writer *w);
 
 /*
- * Finish: write the trailer when COMPLETE (with DROPPED lost records),
- * close, and rename into place. Returns 0 or a negative error (ERR filled).
- * trace_writer_abort() discards the file instead.
+ * Finish *WP: write the trailer when COMPLETE (with DROPPED lost records),
+ * close, and rename into place; the writer is freed either way and *WP set
+ * to NULL, so a cleanup path that closes or aborts it again does nothing.
+ * Returns 0 or a negative error (ERR filled). trace_writer_abort()
+ * discards the file instead.
  */
-int trace_writer_close(struct trace_writer *w, int complete, uint64_t dropped,
+int trace_writer_close(struct trace_writer **wp, int complete, uint64_t dropped,
 		       char *err, size_t errlen);
 void trace_writer_abort(struct trace_writer *w);
 

@@ -624,11 +624,13 @@ static int wr_close_file(struct trace_writer *w, int sync)
  * Trailer, close, rename. On any failure an ATOMIC writer removes its temp
  * file, so PATH is either the old file or the complete new trace.
  */
-int trace_writer_close(struct trace_writer *w, int complete, uint64_t dropped,
+int trace_writer_close(struct trace_writer **wp, int complete, uint64_t dropped,
 		       char *err, size_t errlen)
 {
+	struct trace_writer *w = wp ? *wp : NULL;
 	if (!w)
 		return 0;
+	*wp = NULL;
 	int rc = 0;
 	wr_start(w);
 	if (complete && w->status == 0) {

@@ -89,7 +89,5 @@ int trace_xform_close(struct trace_writer **w, const struct trace_reader *rd, ch
 		      size_t errlen)
 {
 	const struct trace_trailer *tr = trace_reader_trailer(rd);
-	struct trace_writer *done = *w;
-	*w = NULL;
-	return trace_writer_close(done, tr->present, tr->dropped, err, errlen);
+	return trace_writer_close(w, tr->present, tr->dropped, err, errlen);
 }

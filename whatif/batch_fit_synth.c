@@ -284,11 +284,8 @@ int bf_synth_which(const struct bf_model *m, uint64_t batch, int which, const ch
 		}
 		nwritten++;
 	}
-	if (trace_writer_close(w, 1, 0, err, errlen) < 0) {
-		w = NULL;
+	if (trace_writer_close(&w, 1, 0, err, errlen) < 0)
 		goto out;
-	}
-	w = NULL;
 	ret = 0;
 	goto out;
 nomem:
@@ -363,11 +360,8 @@ int bf_write_records(const struct bf_trace *t, const uint8_t *drop, const char *
 			goto out;
 		}
 	}
-	if (trace_writer_close(w, 1, 0, err, errlen) < 0) {
-		w = NULL;
+	if (trace_writer_close(&w, 1, 0, err, errlen) < 0)
 		goto out;
-	}
-	w = NULL;
 	ret = 0;
 out:
 	if (w)
