@@ -615,6 +615,17 @@ int cap_conv_emit_until(struct cap_conv *c, uint64_t watermark)
 	return emit_while(c, 0, watermark);
 }
 
+uint64_t cap_conv_watermark(uint64_t now, uint64_t lag, uint64_t open_start, uint64_t hold,
+			    uint64_t pending, uint64_t max_pending)
+{
+	if (now <= lag)
+		return 0;
+	uint64_t wm = now - lag;
+	if (open_start < wm && now - open_start <= hold && pending < max_pending)
+		wm = open_start;
+	return wm;
+}
+
 /* Release everything: nothing more will arrive, so frees still waiting
  * for their allocation never had one in this trace. */
 int cap_conv_emit_all(struct cap_conv *c)

@@ -110,6 +110,20 @@ int cap_conv_link(struct cap_conv *c, uint64_t kernel_corr,
  * Returns 0 or the sink's negative error. */
 int cap_conv_emit_until(struct cap_conv *c, uint64_t watermark);
 
+/*
+ * The watermark to emit up to at time NOW with a reorder window of LAG ns:
+ * NOW - LAG, held back to OPEN_START, the start of the oldest NVTX range
+ * still open (UINT64_MAX: none). CUPTI hands a range over only when it
+ * ends; once the watermark has passed its start, the range can only be
+ * written late (its start raised to the last one written, both ends
+ * late). The hold lasts while that range is at most HOLD ns old and
+ * fewer than MAX_PENDING records wait; a longer range (an NVTX range
+ * around a whole run) is written late rather than keep the whole run in
+ * memory. 0 when NOW <= LAG.
+ */
+uint64_t cap_conv_watermark(uint64_t now, uint64_t lag, uint64_t open_start, uint64_t hold,
+			    uint64_t pending, uint64_t max_pending);
+
 /* Emit everything queued (end of capture). */
 int cap_conv_emit_all(struct cap_conv *c);
 

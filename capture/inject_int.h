@@ -45,6 +45,9 @@
 #define CAP_MAX_PARAMS 1024
 #define CAP_LINKS_PER_LAUNCH TRACE_MAX_LINKS
 #define CAP_LAG_MAX_MS 32000u        /* the reorder window grows to this */
+/* An open NVTX range holds the window back (cap_conv_watermark) while it
+ * is at most the largest window old and fewer records than this wait. */
+#define CAP_HOLD_MAX_PENDING 2000000u
 
 /* ------------------------------------------------------------- inject.c */
 
@@ -84,6 +87,8 @@ extern uint64_t cap_last_ts;      /* latest timestamp seen, for open ranges */
 struct cap_open_range { uint32_t id; uint32_t thread; uint32_t depth; uint64_t start; char *name; };
 extern struct cap_open_range *cap_ranges;
 extern size_t cap_nranges;
+/* The earliest start among cap_ranges (cap_lock held), UINT64_MAX if none. */
+uint64_t cap_open_ranges_start(void);
 
 void CUPTIAPI cap_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
 void CUPTIAPI cap_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,

@@ -97,10 +97,16 @@ void cap_flush_now(int all)
 	if (cap_writer) {
 		struct cap_stats st;
 		cap_stage_drain();
-		if (all)
+		if (all) {
 			cap_conv_emit_all(cap_conv);
-		else if (t > lag)
-			cap_conv_emit_until(cap_conv, t - lag);
+		} else {
+			cap_conv_stats(cap_conv, &st);
+			uint64_t wm = cap_conv_watermark(t, lag, cap_open_ranges_start(),
+							 (uint64_t)CAP_LAG_MAX_MS * 1000000ull,
+							 st.pending, CAP_HOLD_MAX_PENDING);
+			if (wm)
+				cap_conv_emit_until(cap_conv, wm);
+		}
 		trace_writer_flush(cap_writer);
 		/* Records came later than the window: CUPTI held a buffer back
 		 * (it delivers a buffer only once every record in it is complete).

@@ -241,6 +241,45 @@ Test(capture_convert, watermark_and_late_records)
 	mem_free(&m);
 }
 
+/* An NVTX range still open holds the window back to its start, so the
+ * range (handed over only at its end) is written in place: a step 0 of
+ * seconds of autotuning was written with both ends late. Not for a range
+ * older than the hold, nor with too many records waiting. */
+Test(capture_convert, open_range_holds_the_watermark)
+{
+	const uint64_t s = 1000000000ull;
+	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, UINT64_MAX, 32 * s, 0, 100), 8 * s);
+	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, 5 * s, 32 * s, 0, 100), 5 * s);
+	/* a range opened inside the window does not move it */
+	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, 9 * s, 32 * s, 0, 100), 8 * s);
+	/* too old, or too much waiting: the window as without it */
+	cr_assert_eq(cap_conv_watermark(40 * s, 2 * s, 5 * s, 32 * s, 0, 100), 38 * s);
+	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, 5 * s, 32 * s, 100, 100), 8 * s);
+	cr_assert_eq(cap_conv_watermark(s, 2 * s, UINT64_MAX, 32 * s, 0, 100), 0);
+	/* held, a range that ends later keeps its place */
+	struct mem_sink m;
+	struct cap_conv *c = new_conv(&m);
+	push_kernel(c, 150, 160, 1, "in the range");
+	cr_assert_eq(cap_conv_emit_until(c, cap_conv_watermark(400, 100, 100, 1000, 1, 100)), 0);
+	cr_assert_eq(m.n, 0, "held back to the range's start");
+	struct cap_rec r;
+	memset(&r, 0, sizeof r);
+	r.rec.type = TREC_RANGE;
+	r.rec.start = 100;
+	r.rec.end = 500;
+	r.name = "step 0";
+	cr_assert_eq(cap_conv_push(c, &r), 0);
+	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(m.n, 2);
+	cr_assert_eq(m.recs[0].type, TREC_RANGE);
+	cr_assert_eq(m.recs[0].start, 100, "the range keeps its start");
+	struct cap_stats st;
+	cap_conv_stats(c, &st);
+	cr_assert_eq(st.late, 0);
+	cap_conv_free(c);
+	mem_free(&m);
+}
+
 static void push_static(struct cap_conv *c, uint64_t t, uint32_t ctx, uint64_t addr, uint64_t bytes)
 {
 	struct cap_rec r;
