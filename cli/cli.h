@@ -59,6 +59,11 @@ double cli_change_pct(uint64_t after, uint64_t before);
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 
+/* The value of the option at ARGV[*I]: the next argument, *I moved onto
+ * it; 0, or -1 with "CMD: OPTION needs a value" on stderr when there is
+ * none (CMD: "gpumemsim run"). */
+int cli_take_value(const char *cmd, int argc, char **argv, int *i, const char **v);
+
 /* 1 when KV is a label as --label takes it: KEY=VALUE, a non-empty key
  * without spaces, all on one line (capture, import). */
 int cli_label_ok(const char *kv);
@@ -82,5 +87,11 @@ void cli_usage(FILE *f, const char *synopsis, const char *intro, const struct cl
 
 /* The entry of OPTS whose name (or one of its aliases) is ARG, or NULL. */
 const struct cli_opt *cli_opt_match(const struct cli_opt *opts, const char *arg);
+
+/* cli_take_value for a command's option table: *V the value when OPTS says
+ * the option at ARGV[*I] takes one, else NULL (a flag, or not an option of
+ * OPTS: the caller's parser says what it is). */
+int cli_take_opt(const char *cmd, const struct cli_opt *opts, int argc, char **argv, int *i,
+		 const char **v);
 
 #endif /* CLI_CLI_H */

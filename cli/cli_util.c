@@ -22,6 +22,23 @@ int cli_is_help(const char *arg)
 	return arg && (!strcmp(arg, "-h") || !strcmp(arg, "--help"));
 }
 
+int cli_take_value(const char *cmd, int argc, char **argv, int *i, const char **v)
+{
+	if (*i + 1 >= argc) {
+		fprintf(stderr, "%s: %s needs a value\n", cmd, argv[*i]);
+		return -1;
+	}
+	*v = argv[++*i];
+	return 0;
+}
+
+int cli_take_opt(const char *cmd, const struct cli_opt *opts, int argc, char **argv, int *i,
+		 const char **v)
+{
+	const struct cli_opt *d = cli_opt_match(opts, argv[*i]);
+	*v = NULL;
+	return d && d->arg ? cli_take_value(cmd, argc, argv, i, v) : 0;
+}
 int cli_parse_addresses(const char *cmd, const char *v, int *out)
 {
 	if (!strcmp(v, "synthetic")) {

@@ -89,11 +89,9 @@ int cmd_explain(int argc, char **argv)
 			   !strcmp(o, "--from-range") || !strcmp(o, "--context") ||
 			   !strcmp(o, "--figure") || !strcmp(o, "--figure-data") ||
 			   !strcmp(o, "--xla-requests")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "gpumemsim explain: %s needs a value\n", o);
+			const char *v;
+			if (cli_take_value("gpumemsim explain", argc, argv, &i, &v) < 0)
 				return EXIT_USAGE;
-			}
-			const char *v = argv[++i];
 			if (!strcmp(o, "--policy"))
 				policy = v;
 			else if (!strcmp(o, "--from-range"))

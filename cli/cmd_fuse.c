@@ -178,14 +178,9 @@ int cmd_fuse(int argc, char **argv)
 			return 0;
 		}
 	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-		const struct cli_opt *d = cli_opt_match(fuse_opts, o);
-		int takes = d && d->arg;
-		if (takes && i + 1 >= argc) {
-			fprintf(stderr, "gpumemsim fuse: %s needs a value\n", o);
+		const char *o = argv[i], *v;
+		if (cli_take_opt("gpumemsim fuse", fuse_opts, argc, argv, &i, &v) < 0)
 			return EXIT_USAGE;
-		}
-		const char *v = takes ? argv[++i] : NULL;
 		if (!strcmp(o, "--rules")) {
 			rules_path = v;
 		} else if (!strcmp(o, "--rule")) {

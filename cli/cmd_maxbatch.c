@@ -121,11 +121,9 @@ int cmd_maxbatch(int argc, char **argv)
 			fprintf(stderr, "gpumemsim maxbatch: unknown option '%s'\n", o);
 			return EXIT_USAGE;
 		}
-		if (i + 1 >= argc) {
-			fprintf(stderr, "gpumemsim maxbatch: %s needs a value\n", o);
+		const char *v;
+		if (cli_take_value("gpumemsim maxbatch", argc, argv, &i, &v) < 0)
 			return EXIT_USAGE;
-		}
-		const char *v = argv[++i];
 		if (!strcmp(o, "--policy")) {
 			policy = v;
 		} else if (!strcmp(o, "--conf")) {

@@ -71,12 +71,10 @@ int cmd_merge(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 		if (!strcmp(o, "-o") || !strcmp(o, "--output")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "gpumemsim merge: %s needs a value\n", o);
+			if (cli_take_value("gpumemsim merge", argc, argv, &i, &out) < 0) {
 				ret = EXIT_USAGE;
 				goto done;
 			}
-			out = argv[++i];
 		} else if (!strcmp(o, "--json")) {
 			json = 1;
 		} else if (o[0] == '-' && o[1]) {

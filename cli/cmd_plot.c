@@ -61,11 +61,9 @@ static int parse_select(int argc, char **argv, int *i, struct plot_select *sel,
 	const char *o = argv[*i];
 	if (strcmp(o, "--where") && strcmp(o, "--label"))
 		return 0;
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "gpumemsim plot: %s needs a value\n", o);
+	const char *v;
+	if (cli_take_value("gpumemsim plot", argc, argv, i, &v) < 0)
 		return -1;
-	}
-	const char *v = argv[++*i];
 	if (!strcmp(o, "--where")) {
 		sel->where = v;
 		return 1;

@@ -98,15 +98,10 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	memset(a, 0, sizeof *a);
 	a->db = CLI_DEFAULT_DB;
 	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *o = argv[i], *v;
 		/* the options that take a value are those with an ARG in run_opts */
-		const struct cli_opt *m = cli_opt_match(run_opts, o);
-		int takes = m && m->arg;
-		if (takes && !v) {
-			fprintf(stderr, "gpumemsim run: %s needs a value\n", o);
+		if (cli_take_opt("gpumemsim run", run_opts, argc, argv, &i, &v) < 0)
 			return EXIT_USAGE;
-		}
 		if (!strcmp(o, "--policy")) {
 			a->policy = v;
 		} else if (!strcmp(o, "--conf")) {
@@ -176,8 +171,6 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 				a->trace, o);
 			return EXIT_USAGE;
 		}
-		if (takes)
-			i++;
 	}
 	if (!a->trace || !a->policy) {
 		fprintf(stderr, "gpumemsim run: %s\n", !a->trace ? "missing TRACE" : "missing --policy");

@@ -147,15 +147,9 @@ static int parse_args(int argc, char **argv, struct sweep_args *a)
 			continue;
 		}
 		/* the rest of sweep_opts with an ARG take one value */
-		const struct cli_opt *m = cli_opt_match(sweep_opts, o);
-		int takes = m && m->arg;
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (takes && !v) {
-			fprintf(stderr, "gpumemsim sweep: %s needs a value\n", o);
+		const char *v;
+		if (cli_take_opt("gpumemsim sweep", sweep_opts, argc, argv, &i, &v) < 0)
 			return EXIT_USAGE;
-		}
-		if (takes)
-			i++;
 		if (!strcmp(o, "--spec")) {
 			a->spec = v;
 		} else if (!strcmp(o, "--db")) {

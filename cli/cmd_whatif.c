@@ -88,14 +88,9 @@ static int cmd_steady(int argc, char **argv)
 			fprintf(stderr, "gpumemsim whatif: unknown option '%s'\n", o);
 			return EXIT_USAGE;
 		} else if (!strcmp(o, "-o") || !strcmp(o, "--from-range")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
+			if (cli_take_value("gpumemsim whatif", argc, argv, &i,
+					   !strcmp(o, "-o") ? &outp : &range) < 0)
 				return EXIT_USAGE;
-			}
-			if (!strcmp(o, "-o"))
-				outp = argv[++i];
-			else
-				range = argv[++i];
 		} else if (in) {
 			fprintf(stderr, "gpumemsim whatif steady: one trace only ('%s')\n", o);
 			return EXIT_USAGE;
@@ -518,22 +513,14 @@ int cmd_whatif(int argc, char **argv)
 				from[nfrom++] = argv[++i];
 			}
 		} else if (!strcmp(o, "--sites") || !strcmp(o, "--policy") || !strcmp(o, "--conf")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
+			if (cli_take_value("gpumemsim whatif", argc, argv, &i,
+					   !strcmp(o, "--sites") ? &sitesp
+					   : !strcmp(o, "--policy") ? &policy : &conf) < 0)
 				return EXIT_USAGE;
-			}
-			if (!strcmp(o, "--sites"))
-				sitesp = argv[++i];
-			else if (!strcmp(o, "--policy"))
-				policy = argv[++i];
-			else
-				conf = argv[++i];
 		} else if (!strcmp(o, "--batch") || !strcmp(o, "-o")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "gpumemsim whatif: %s needs a value\n", o);
+			const char *v;
+			if (cli_take_value("gpumemsim whatif", argc, argv, &i, &v) < 0)
 				return EXIT_USAGE;
-			}
-			const char *v = argv[++i];
 			if (!strcmp(o, "-o")) {
 				outp = v;
 			} else {

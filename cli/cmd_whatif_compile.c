@@ -283,14 +283,9 @@ int cmd_whatif_compile(int argc, char **argv)
 			return 0;
 		}
 	for (int i = 2; i < argc; i++) {
-		const char *o = argv[i];
-		const struct cli_opt *d = cli_opt_match(compile_opts, o);
-		int takes = d && d->arg;
-		if (takes && i + 1 >= argc) {
-			fprintf(stderr, CMD ": %s needs a value\n", o);
+		const char *o = argv[i], *v;
+		if (cli_take_opt(CMD, compile_opts, argc, argv, &i, &v) < 0)
 			return EXIT_USAGE;
-		}
-		const char *v = takes ? argv[++i] : NULL;
 		if (!strcmp(o, "-o")) {
 			out = v;
 		} else if (!strcmp(o, "--policy")) {
