@@ -39,6 +39,7 @@ int cli_take_opt(const char *cmd, const struct cli_opt *opts, int argc, char **a
 	*v = NULL;
 	return d && d->arg ? cli_take_value(cmd, argc, argv, i, v) : 0;
 }
+
 int cli_parse_addresses(const char *cmd, const char *v, int *out)
 {
 	if (!strcmp(v, "synthetic")) {

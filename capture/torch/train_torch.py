@@ -141,15 +141,13 @@ def host_probe_us():
     so nothing in a capture), the best of 5 runs in microseconds. Two
     processes of one program on one host can run at different speeds; this
     tells a slow process from a slow program."""
-    best = None
-    for _ in range(5):
+    def once():
         t0 = time.perf_counter()
         acc = 0
         for i in range(200000):
             acc += i & 7
-        dt = (time.perf_counter() - t0) * 1e6
-        best = dt if best is None or dt < best else best
-    return round(best, 1)
+        return (time.perf_counter() - t0) * 1e6
+    return round(min(once() for _ in range(5)), 1)
 
 
 def versions():
