@@ -228,11 +228,14 @@ Test(compile, copies_offsets_and_opaque_readers)
  * 3 S its workspace (made last): eager cuDNN transforms X and W into S
  * (two layout kernels), 1 MiB of S is the algorithm's own. In backward 4 T
  * a workspace holding only W's transform (W read again: its copy is saved
- * until then). X is not read in backward: its copy is not saved.
+ * until then), then in the same cuDNN call 5 G (the weight gradient) and
+ * its kernel; 6 U the next, pointwise, operation's output. X is not read in
+ * backward: its copy is not saved.
  */
 static const char *const names3[] = {
 	"step 0", "forward", "backward",
 	"cudnn::engines_precompiled::nchwToNhwcKernel", "sm90_xmma_fprop_conv",
+	"at::native::vectorized_elementwise_kernel",
 };
 
 static void write_step3(char *path, size_t len)
@@ -256,7 +259,12 @@ static void write_step3(char *path, size_t len)
 	th_sb_printf(&b, "k 620 625 7 3 1,1,1 1,1,1 1 0 4 0,4\n");
 	th_sb_printf(&b, "k 630 635 7 4 1,1,1 1,1,1 1 0 5 2,4\n");
 	th_sb_printf(&b, "f 640 0x5000000 0 -\n");
-	th_sb_printf(&b, "f 700 0x3000000 0 -\nf 950 0x2000000 0 -\n");
+	th_sb_printf(&b, "a 650 0x6000000 %u -\n", 2 * MiB);    /* 5 G */
+	th_sb_printf(&b, "k 660 665 7 4 1,1,1 1,1,1 1 0 6 5\n");
+	th_sb_printf(&b, "f 700 0x3000000 0 -\n");
+	th_sb_printf(&b, "a 710 0x7000000 %u -\n", MiB);        /* 6 U */
+	th_sb_printf(&b, "k 720 725 7 5 1,1,1 1,1,1 1 0 7 6\n");
+	th_sb_printf(&b, "f 950 0x2000000 0 -\n");
 	th_sb_end(&b);
 	th_tmpfile(path, len, "compile-step3", b.s);
 	free(b.s);
@@ -274,9 +282,12 @@ Test(compile, layout_copies_and_workspaces)
 	cr_expect_eq(p.workspaces, 2);
 	cr_expect_eq(p.workspace_bytes_saved, 16 * MiB);  /* X and W in S, W in T */
 
-	/* the copy lives from the forward's start to W's last backward reader;
-	 * S keeps its own 1 MiB; T is never made; kernel links still name the
-	 * same allocations (the copy's 'a' comes first: ids shift by one) */
+	/* the copy lives from the forward's start until the cuDNN call of W's
+	 * last backward reader returns: after G, made inside that call, and
+	 * before U (Inductor frees a buffer after the extern call that last
+	 * reads it); S keeps its own 1 MiB; T is never made; kernel links still
+	 * name the same allocations (the copy's 'a' comes first: ids shift by
+	 * one) */
 	struct trace_reader *rd = trace_reader_open(out);
 	cr_assert(rd && trace_reader_status(rd) >= 0);
 	struct trace_rec r;
@@ -300,10 +311,10 @@ Test(compile, layout_copies_and_workspaces)
 	}
 	trace_reader_close(rd);
 	cr_expect_eq(copy_made, 110);
-	cr_expect_eq(copy_freed, 620);
+	cr_expect_eq(copy_freed, 710);
 	cr_expect_eq(s_bytes, MiB);
 	cr_expect_eq(t_made, 0);
-	cr_expect_eq(n_alloc, 5);                        /* W X copy O S */
+	cr_expect_eq(n_alloc, 7);                        /* W X copy O S G U */
 	cr_expect_eq(conv_links[0], 1);                   /* the first layout kernel: X, S */
 	cr_expect_eq(conv_links[1], 4);
 	unlink(in);

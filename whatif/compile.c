@@ -101,12 +101,14 @@ struct cp_alloc {
 /* A channels-last copy the compiled program makes of a graph input (a
  * parameter or the step's input) that eager cuDNN transforms to NHWC in
  * forward: made when its forward starts, saved for backward (the
- * convolution's data and weight gradients read it), freed after its last
- * backward reader. */
+ * convolution's data and weight gradients read it), freed after the
+ * library call of its last backward reader returns. */
 struct cp_copy_cl {
 	uint64_t id;                 /* the allocation it copies */
-	uint64_t t_alloc, t_free;    /* its forward's start; its last backward use */
+	uint64_t t_alloc, t_free;    /* its forward's start; its last backward use
+				      * (0: none), then the end of that call */
 	uint32_t bwd;                /* that backward */
+	uint32_t last_reader;        /* the kernel of its last backward use */
 };
 
 struct cp_kernel {
@@ -287,7 +289,7 @@ static int note_copy(struct cp *c, uint64_t id, uint32_t ki)
 			return 0;
 		if (a->copy != NONE && c->copies[a->copy].t_alloc == c->fwd[f].start)
 			return 0;        /* copied in this forward already */
-		struct cp_copy_cl cc = {id, c->fwd[f].start, 0, c->bwd_of[f]};
+		struct cp_copy_cl cc = {id, c->fwd[f].start, 0, c->bwd_of[f], NONE};
 		if (PUSH(c->copies, c->ncopies, c->cap_copies, cc) < 0)
 			return -1;
 		a->copy = (uint32_t)(c->ncopies - 1);
@@ -297,9 +299,40 @@ static int note_copy(struct cp *c, uint64_t id, uint32_t ki)
 		return 0;
 	struct cp_copy_cl *cc = &c->copies[a->copy];
 	const struct compile_range *b = &c->bwd[cc->bwd];
-	if (k->launch >= b->start && k->launch <= b->end)
+	if (k->launch >= b->start && k->launch <= b->end) {
 		cc->t_free = k->launch;
+		cc->last_reader = ki;
+	}
 	return 0;
+}
+
+/* When the library call holding kernel KI returns, as the compiled program
+ * sees it: Inductor frees a buffer after the extern call that last reads
+ * it, and a convolution's backward is one call (the data gradient, then the
+ * weight gradient's output, workspace and kernels). Eager's trace shows the
+ * call as a run of library and layout kernels: it ends at the first 'a'
+ * record after the run's last kernel, or at the next other kernel's launch,
+ * whichever comes first, and never after END (its backward's end). */
+static uint64_t library_call_end(const struct cp *c, uint32_t ki, uint64_t end)
+{
+	uint32_t last = ki;
+	while (last + 1 < c->nk &&
+	       (c->k[last + 1].cls == K_LIBRARY || c->k[last + 1].cls == K_LAYOUT))
+		last++;
+	if (last + 1 < c->nk && c->k[last + 1].launch < end)
+		end = c->k[last + 1].launch;
+	/* the first allocation made after the run ('a' records in time order) */
+	size_t lo = 0, hi = c->na;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->a[mid].t_alloc <= c->k[last].launch)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < c->na && c->a[lo].t_alloc < end)
+		end = c->a[lo].t_alloc;
+	return end;
 }
 
 /* Eager cuDNN runs an NCHW convolution by transforming its operands to
@@ -534,9 +567,13 @@ static void decide(struct cp *c, struct compile_partition *p)
 	/* a copy no backward kernel reads is not saved: the compiled forward
 	 * frees it, a transient left out */
 	size_t nc = 0;
-	for (size_t i = 0; i < c->ncopies; i++)
-		if (c->copies[i].t_free)
-			c->copies[nc++] = c->copies[i];
+	for (size_t i = 0; i < c->ncopies; i++) {
+		struct cp_copy_cl *cc = &c->copies[i];
+		if (!cc->t_free)
+			continue;
+		cc->t_free = library_call_end(c, cc->last_reader, c->bwd[cc->bwd].end);
+		c->copies[nc++] = *cc;
+	}
 	c->ncopies = nc;
 	if (c->ncopies)
 		qsort(c->copies, c->ncopies, sizeof *c->copies, cmp_copy_cl);
