@@ -26,8 +26,13 @@ G=${1:-build/gpumemsim}
 root=$(cd "$(dirname "$0")/.." && pwd)
 M=$root/traces/measurements/compile
 # the captures: taken alone on the host, the batch-32 ones on the host and
-# in the device call of the step times they are compared with (call 8)
+# in the device call of the step times they are compared with (call 8;
+# CAPTURES=traces/torch/samehost9: call 9, a third host)
 T=${CAPTURES:-$root/traces/torch/samehost}
+# the device call whose pair runs were timed on the captures' host (the
+# folder's pair_call); a batch without a pair run in that call takes the
+# latest one
+pc=$(cat "$T/pair_call" 2> /dev/null || echo null)
 die() { echo "compile_accuracy.sh: $*" >&2; exit 1; }
 [ -x "$G" ] || die "$G: not an executable (run make)"
 command -v jq > /dev/null || die "needs jq"
@@ -48,12 +53,13 @@ for j in "$M"/*.json; do
 		# program's (after-forward) first; step time: the latest "pair" run
 		# (eager and compiled alternating in one process), else the latest
 		# call with both
-		jq -c --argjson b "$b" '
+		jq -c --argjson b "$b" --argjson pc "$pc" '
 			[.runs[] | select(.batch == $b and .error == null)] as $r |
 			def latest(o; m): [$r[] | select(.zero_grad == o and .mode == m and .peak_invalid == null)] | max_by(.call);
 			(if latest("after-forward"; "compile") then "after-forward" else "before-forward" end) as $o |
 			([$r[] | select(.mode == "compile") | .call] | max) as $sc |
-			([$r[] | select(.mode == "pair")] | max_by(.call)) as $pr |
+			([$r[] | select(.mode == "pair")]) as $prs |
+			(([$prs[] | select(.call == $pc)] | max_by(.call)) // ($prs | max_by(.call))) as $pr |
 			{order: $o, e: latest($o; "eager"), c: latest($o; "compile"),
 			 cap: latest($o; "eager"), other: latest(if $o == "after-forward" then "before-forward" else "after-forward" end; "eager"),
 			 se: (if $pr then $pr.pair.eager else [$r[] | select(.mode == "eager" and .call == $sc)][0] end),
