@@ -16,8 +16,10 @@
  * beside it. With whole 2 MiB pages a 32 MiB chunk has at most 8, and a scan
  * of a cache line or two beats any tree. A chunk made for a large first
  * allocation that was freed while later ones live can hold many more: past
- * RNG_MAX its ranges move to a treap like the released ones, so a call stays
- * O(log n). Arrays of released chunks are kept for the next chunk.
+ * RNG_MAX its ranges move to a treap like the released ones (a free is
+ * O(log n); the best fit of a take visits only subtrees with room and stops
+ * at the first exact fit). Arrays of released chunks are kept for the next
+ * chunk.
  *
  * "The newest chunk with a free range of N bytes" is one descent of a
  * max-tree over chunk ids in creation order; an update stops climbing where
@@ -235,20 +237,24 @@ static uint32_t highest_fit(const struct va_space *v, uint32_t t, uint64_t len)
 	}
 }
 
-/* The lowest-addressed free range of at least LEN bytes, or 0. */
-static uint32_t lowest_fit(const struct va_space *v, uint32_t t, uint64_t len)
+/* The smallest free range of at least LEN bytes, the lowest-addressed of
+ * equal ones, into *BEST (0: none yet), in subtree T: in address order,
+ * skipping subtrees without room, and stopping at the first exact fit (the
+ * lowest). Returns 1 when it found an exact fit. O(ranges with room) at
+ * worst; only chunks past RNG_MAX free ranges come here. */
+static int best_fit(const struct va_space *v, uint32_t t, uint64_t len, uint32_t *best)
 {
 	const struct va_node *n = v->n;
 	if (!t || n[t].maxlen < len)
 		return 0;
-	for (;;) {
-		if (n[n[t].l].maxlen >= len)
-			t = n[t].l;
-		else if (n[t].len >= len)
-			return t;
-		else
-			t = n[t].r;
+	if (best_fit(v, n[t].l, len, best))
+		return 1;
+	if (n[t].len >= len && (!*best || n[t].len < n[*best].len)) {
+		*best = t;
+		if (n[t].len == len)
+			return 1;
 	}
+	return best_fit(v, n[t].r, len, best);
 }
 
 /* Add [ADDR, ADDR + BYTES) to the treap at ROOT, joined with the free
@@ -506,14 +512,16 @@ static uint64_t rng_max(const struct va_chunk *c)
 	return m;
 }
 
-/* BYTES at the low end of the lowest free range of chunk ID that holds
- * them (there is one: newest_fit said so). */
+/* BYTES at the low end of the best-fitting free range of chunk ID: the
+ * smallest that holds them, the lowest of equal ones (there is one:
+ * newest_fit said so). */
 static uint64_t take_in_chunk(struct va_space *v, size_t id, uint64_t bytes)
 {
 	struct va_chunk *c = &v->ch[id];
 	uint64_t a, len;
 	if (c->tree) {
-		uint32_t k = lowest_fit(v, c->root, bytes);
+		uint32_t k = 0;
+		best_fit(v, c->root, bytes, &k);
 		a = v->n[k].a;
 		len = v->n[k].len;
 		if (len > bytes) { /* the key moves up past nothing */
@@ -528,9 +536,10 @@ static uint64_t take_in_chunk(struct va_space *v, size_t id, uint64_t bytes)
 		mx_set(v, id);
 	} else {
 		struct va_rng *r = rng(c);
-		uint32_t i = 0;
-		while (r[i].len < bytes)
-			i++;
+		uint32_t i = c->nr;
+		for (uint32_t j = 0; j < c->nr && (i == c->nr || r[i].len != bytes); j++)
+			if (r[j].len >= bytes && (i == c->nr || r[j].len < r[i].len))
+				i = j;
 		a = r[i].a;
 		len = r[i].len;
 		if (len > bytes) {

@@ -16,8 +16,11 @@
  *    goes back to the fresh space;
  *  - inside chunks: allocations are whole 2 MiB pages; a request goes to the
  *    NEWEST chunk that has a free range large enough, at the low end of its
- *    lowest such range (a new chunk's request sits at its low end, the rest
- *    of the chunk is free for later requests). Frees coalesce inside a chunk.
+ *    best-fitting such range (the smallest, the lowest of equal ones; a new
+ *    chunk's request sits at its low end, the rest of the chunk is free for
+ *    later requests). Frees coalesce inside a chunk. Best fit was read off
+ *    61 recorded PyTorch runs' segment calls replayed on an H200
+ *    (traces/va_probe/replay.tsv.gz): all 10,965 placed as the driver did.
  * The CUDA context owns two chunks before the first call (va_add_context):
  * 2 MiB free 74 MiB below a 24 MiB free range, which lies 488 MiB above the
  * first fresh chunk. In PyTorch runs the 414 MiB between the first fresh

@@ -2,13 +2,15 @@
  * test_va_place.c: the driver's virtual-address placement model
  * (device/va_place.c): chunks of 32 MiB taken top-down, the newest chunk
  * with room first, released chunks reused only when strictly larger, the
- * context's own chunks, and the probe's recorded sequences
- * (traces/va_probe/va_probe.tsv) replayed call for call.
+ * context's own chunks, best fit inside a chunk, and the probe's recorded
+ * sequences (traces/va_probe/va_probe.tsv, replay.tsv.gz) replayed call for
+ * call.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "../device/va_place.h"
 #include "../device/device.h"
@@ -40,6 +42,50 @@ Test(va_place, newest_chunk_with_room)
 	cr_assert_eq(va_take(&v, 10 * MiB), x[3] + 20 * MiB);
 	cr_assert_eq(va_take(&v, 12 * MiB), x[2] + 20 * MiB);
 	cr_assert_eq(va_chunks(&v), 4);
+	va_fini(&v);
+}
+
+/* replay of a real run's segments (regnet_y_400mf-b16's #85): inside the
+ * chunk, the smallest free range that holds the request, not the lowest. */
+Test(va_place, best_fit_inside_a_chunk)
+{
+	struct va_space v;
+	va_init(&v, 0, TOP);
+	uint64_t a = va_take(&v, 20 * MiB), b = va_take(&v, 2 * MiB); /* 10 MiB left above b */
+	cr_assert_eq(b, a + 20 * MiB);
+	cr_assert_eq(va_give(&v, a, 20 * MiB), 0);  /* 20 MiB free below b, 10 above */
+	cr_assert_eq(va_take(&v, 2 * MiB), b + 2 * MiB);  /* the 10 MiB range */
+	cr_assert_eq(va_take(&v, 14 * MiB), a);           /* only the 20 MiB holds it */
+	cr_assert_eq(va_take(&v, 6 * MiB), a + 14 * MiB); /* 6 exactly, below the 8 above */
+	va_fini(&v);
+}
+
+/* The same past RNG_MAX free ranges in one chunk (its ranges in a treap):
+ * a 600 MiB first allocation freed under live 2 MiB ones, then 300 x 2 MiB
+ * from its low end and every other one freed: 150 holes of 2 MiB. */
+Test(va_place, best_fit_among_many_ranges)
+{
+	struct va_space v;
+	va_init(&v, 0, TOP);
+	uint64_t big = va_take(&v, 600 * MiB), x[300];
+	for (int i = 0; i < 4; i++)
+		va_take(&v, 2 * MiB);             /* the chunk's 8 MiB rest: keeps it */
+	cr_assert_eq(va_give(&v, big, 600 * MiB), 0);
+	for (int i = 0; i < 300; i++) {
+		x[i] = va_take(&v, 2 * MiB);
+		cr_assert_eq(x[i], big + 2 * MiB * (uint64_t)i);
+	}
+	for (int i = 0; i < 300; i += 2)
+		cr_assert_eq(va_give(&v, x[i], 2 * MiB), 0);
+	/* a 6 MiB hole low, a 4 MiB hole high: 4 MiB goes high */
+	cr_assert_eq(va_give(&v, x[11], 2 * MiB), 0);
+	cr_assert_eq(va_give(&v, x[13], 2 * MiB), 0);  /* x[10..14]: 10 MiB */
+	cr_assert_eq(va_give(&v, x[201], 2 * MiB), 0); /* x[200..202]: 6 MiB */
+	cr_assert_eq(va_give(&v, x[251], 2 * MiB), 0); /* x[250..252]: 6 MiB */
+	cr_assert_eq(va_take(&v, 6 * MiB), x[200]);   /* the lowest of the exact fits */
+	cr_assert_eq(va_take(&v, 4 * MiB), x[250]);   /* 6 beats 10 and the tail */
+	cr_assert_eq(va_take(&v, 2 * MiB), x[0]);     /* exact, lowest */
+	cr_assert_eq(va_take(&v, 8 * MiB), x[10]);    /* only 10 holds it below the tail */
 	va_fini(&v);
 }
 
@@ -153,43 +199,62 @@ Test(va_place, no_overlap_and_deterministic)
 	cr_assert_eq(memcmp(got[0], got[1], sizeof got[0]), 0);
 }
 
-/* Replay one probe sequence from traces/va_probe/va_probe.tsv (a fresh
- * process each: va_add_context) and count the mallocs whose address,
- * relative to the sequence's first, the model gives exactly. */
-static int replay_probe(const char *seq, int *total)
+/* Replay the sequences of PATH (a va_probe TSV, plain or gzip; each
+ * sequence a fresh context: its own model) whose name is SEQ (NULL: every
+ * one), every 2 MiB-multiple call through the model, each malloc compared
+ * with where the driver put it relative to the sequence's first address.
+ * *TOTAL mallocs, *SEQS sequences, *EXACT of them with every malloc placed
+ * as measured; returns the mallocs placed as measured, -1 without PATH. */
+static int replay_tsv(const char *path, const char *seq, int *total, int *seqs, int *exact)
 {
-	FILE *f = fopen("traces/va_probe/va_probe.tsv", "r");
-	char line[512], s[64], op[64];
+	gzFile f = gzopen(path, "r");
+	char line[512], s[256], op[64], cur[256] = "";
 	unsigned long long size, addr;
-	int step, ok = 0;
+	int step, ok = 0, seq_ok = 0, seq_n = 0;
 	struct va_space v;
-	enum { MAXLIVE = 1024 };
+	enum { MAXLIVE = 4096 };
 	static unsigned long long real[MAXLIVE], sim[MAXLIVE], sz[MAXLIVE];
-	int nlive = 0, have_first = 0;
+	int nlive = 0, open = 0;
 	unsigned long long rfirst = 0, sfirst = 0;
-	*total = 0;
+	*total = *seqs = *exact = 0;
 	if (!f)
 		return -1;
-	va_init(&v, 1ull << 32, 1ull << 46);
-	cr_assert_eq(va_add_context(&v), 0);
-	while (fgets(line, sizeof line, f)) {
-		if (sscanf(line, "%63s %d %63s %llu %llx", s, &step, op, &size, &addr) != 5 ||
-		    strcmp(s, seq))
+	for (;;) {
+		int more = gzgets(f, line, sizeof line) != NULL;
+		int n = more ? sscanf(line, "%255s %d %63s %llu %llx", s, &step, op, &size, &addr) : 0;
+		if (!more || (n == 5 && strcmp(s, cur) && (!seq || !strcmp(s, seq)))) {
+			if (open) {
+				va_fini(&v);
+				++*seqs;
+				*exact += seq_ok == seq_n;
+			}
+			if (!more)
+				break;
+			snprintf(cur, sizeof cur, "%s", s);
+			va_init(&v, 1ull << 32, 1ull << 46);
+			cr_assert_eq(va_add_context(&v), 0);
+			open = 1;
+			nlive = seq_ok = seq_n = 0;
+			rfirst = 0;
+		}
+		if (n != 5 || strcmp(s, cur) || (seq && strcmp(s, seq)))
 			continue;
 		if (!strcmp(op, "malloc")) {
-			unsigned long long n = (size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
-			unsigned long long a = va_take(&v, n);
-			if (!have_first) {
-				have_first = 1;
+			unsigned long long q = (size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+			unsigned long long a = va_take(&v, q);
+			if (!rfirst) {
 				rfirst = addr;
 				sfirst = a;
 			}
+			int same = addr - rfirst == a - sfirst;
 			++*total;
-			ok += addr - rfirst == a - sfirst;
+			ok += same;
+			seq_ok += same;
+			seq_n++;
 			cr_assert_lt(nlive, MAXLIVE);
 			real[nlive] = addr;
 			sim[nlive] = a;
-			sz[nlive++] = n;
+			sz[nlive++] = q;
 		} else if (!strcmp(op, "free")) {
 			for (int i = 0; i < nlive; i++)
 				if (real[i] == addr) {
@@ -201,8 +266,7 @@ static int replay_probe(const char *seq, int *total)
 				}
 		}
 	}
-	fclose(f);
-	va_fini(&v);
+	gzclose(f);
 	return ok;
 }
 
@@ -214,7 +278,8 @@ Test(va_place, probe_sequences_replay_exactly)
 		{"churn", 213}, {"interleave", 12}, {"bottom", 5}, {"reuse", 7}, {"smallbig", 207},
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-		int total, ok = replay_probe(want[i].seq, &total);
+		int total, seqs, exact;
+		int ok = replay_tsv("traces/va_probe/va_probe.tsv", want[i].seq, &total, &seqs, &exact);
 		if (ok < 0) {
 			cr_skip_test("traces/va_probe/va_probe.tsv not found");
 			return;
@@ -222,6 +287,25 @@ Test(va_place, probe_sequences_replay_exactly)
 		cr_assert_eq(total, want[i].n, "%s: %d mallocs", want[i].seq, total);
 		cr_assert_eq(ok, want[i].n, "%s: %d of %d placed as measured", want[i].seq, ok, total);
 	}
+}
+
+/* The segment calls of 61 recorded PyTorch runs (the 45 shared runs without
+ * expandable segments and traces/torch/truth), replayed by the probe on an
+ * H200 without PyTorch in the process (traces/va_probe/replay.tsv.gz,
+ * scripts/va_replay.py): every placement as the driver made it. The
+ * lowest-range rule inside a chunk placed 10,125 (37 runs). */
+Test(va_place, real_runs_segment_calls_replay_exactly)
+{
+	int total, seqs, exact;
+	int ok = replay_tsv("traces/va_probe/replay.tsv.gz", NULL, &total, &seqs, &exact);
+	if (ok < 0) {
+		cr_skip_test("traces/va_probe/replay.tsv.gz not found");
+		return;
+	}
+	cr_assert_eq(seqs, 61);
+	cr_assert_eq(total, 10965);
+	cr_assert_eq(ok, total, "%d of %d placed as the driver did", ok, total);
+	cr_assert_eq(exact, seqs);
 }
 
 /* Through the device: 2 MiB pages in the context's chunks first. */

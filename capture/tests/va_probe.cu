@@ -27,11 +27,20 @@
  *   vmm        cuMemAddressReserve of 2 MiB .. 1 GiB (with and without an
  *              alignment), cuMemCreate + cuMemMap of 2 MiB granules, mixed
  *              with cudaMalloc: one address space or two
+ *   replay:FILE  the cudaMalloc/cudaFree sequence of FILE, one call a line:
+ *              "m SIZE" (the k-th m line is allocation k) or "f K"
+ *              (scripts/va_replay.py writes them from recorded PyTorch runs'
+ *              segments): the driver's placement of a real run's segments,
+ *              without PyTorch in the process; a line "l" loads cuDNN and
+ *              cuBLAS there and makes a handle of each (dlopen of
+ *              $VA_PROBE_CUDNN and $VA_PROBE_CUBLAS; a row "load" says
+ *              which did), as a PyTorch run does at its first convolution
  * Exit 77 when there is no GPU. A run on an H200 (driver 580) ships in
  * traces/va_probe/; docs/policies.md reads the model off it.
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +221,77 @@ static void seq_vmm(void)
 	f(a, 20 * MiB), f(b, 20 * MiB);
 }
 
+/* Load library ENV names (a path) and call its handle constructor SYM:
+ * 1 when both worked. */
+static int load_lib(const char *env, const char *sym)
+{
+	const char *path = getenv(env);
+	void *h = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+	int (*create)(void **) = h ? (int (*)(void **))dlsym(h, sym) : NULL;
+	void *handle = NULL;
+	if (!create || create(&handle) != 0) {
+		fprintf(stderr, "va_probe: %s (%s): %s\n", env, path ? path : "unset",
+			h ? "no handle" : dlerror());
+		return 0;
+	}
+	return 1;
+}
+
+/* Replay FILE's calls; the row's seq is the FILE's name. 0, or 1 on a bad
+ * line (named on stderr). */
+static int seq_replay(const char *file)
+{
+	FILE *in = fopen(file, "r");
+	if (!in) {
+		perror(file);
+		return 1;
+	}
+	uint64_t *addr = NULL, *size = NULL;
+	size_t n = 0, cap = 0, line = 0;
+	char buf[4096];
+	int ret = 0;
+	while (fgets(buf, sizeof buf, in)) {
+		unsigned long long v;
+		line++;
+		if (buf[0] == '#' || buf[0] == '\n')
+			continue;
+		if (buf[0] == 'l') {
+			row("load", (uint64_t)(load_lib("VA_PROBE_CUDNN", "cudnnCreate") |
+					       load_lib("VA_PROBE_CUBLAS", "cublasCreate_v2") << 1), 0);
+			continue;
+		}
+		if (sscanf(buf, "m %llu", &v) == 1) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 1024;
+				uint64_t *a = (uint64_t *)realloc(addr, cap * sizeof *a);
+				uint64_t *z = (uint64_t *)realloc(size, cap * sizeof *z);
+				if (!a || !z) {
+					free(a ? a : addr);
+					free(z ? z : size);
+					fclose(in);
+					fprintf(stderr, "va_probe: out of memory\n");
+					return 1;
+				}
+				addr = a, size = z;
+			}
+			size[n] = v;
+			addr[n++] = m(v);
+		} else if (sscanf(buf, "f %llu", &v) == 1 && v < n) {
+			f(addr[v], size[v]);
+			addr[v] = 0;
+		} else {
+			fprintf(stderr, "%s:%zu: expected 'm SIZE' or 'f K' (K an earlier m)\n", file,
+				line);
+			ret = 1;
+			break;
+		}
+	}
+	fclose(in);
+	free(addr);
+	free(size);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	int n = 0;
@@ -243,7 +323,12 @@ int main(int argc, char **argv)
 		seq_churn();
 	else if (!strcmp(seq, "vmm"))
 		seq_vmm();
-	else {
+	else if (!strncmp(seq, "replay:", 7)) {
+		const char *file = seq + 7, *slash = strrchr(file, '/');
+		seq = slash ? slash + 1 : file;
+		if (seq_replay(file))
+			return 1;
+	} else {
 		fprintf(stderr, "va_probe: unknown sequence '%s'\n", seq);
 		return 2;
 	}
