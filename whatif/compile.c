@@ -332,7 +332,9 @@ static uint64_t library_call_end(const struct cp *c, uint32_t ki, uint64_t end)
 	}
 	if (lo < c->na && c->a[lo].t_alloc < end)
 		end = c->a[lo].t_alloc;
-	return end;
+	/* never before the reader itself (a trace whose 'a' records are out of
+	 * time order misleads the search) */
+	return end > c->k[ki].launch ? end : c->k[ki].launch;
 }
 
 /* Eager cuDNN runs an NCHW convolution by transforming its operands to
