@@ -102,8 +102,11 @@ for j in "$M"/*.json; do
 			 # launch-bound: the launch time is the step and the GPU is idle a fifth of it
 			 (if $pt == null or ($q.sc.profile | not) then -1
 			  else ((med($q.sc.host_s) >= 0.9 * med($q.sc.step_s) and
-				 $q.sc.profile.gpu_us / 1e6 < 0.8 * med($q.sc.step_s)) == $p.host_bound | if . then 1 else 0 end) end)] |
-			"| " + (.[0:15] | join(" | ")) + " |\t" + (.[15:22] | map(tostring) | join("\t"))' |
+				 $q.sc.profile.gpu_us / 1e6 < 0.8 * med($q.sc.step_s)) == $p.host_bound | if . then 1 else 0 end) end),
+			 # the eager step itself: the timeline model of issue 15 (caching
+			 # on, from the no-caching capture) against the eager step of the pair
+			 (if $p.step_time_before_ns then pct($p.step_time_before_ns / 1e6; $es) else "none" end)] |
+			"| " + (.[0:15] | join(" | ")) + " |\t" + (.[15:23] | map(tostring) | join("\t"))' |
 			tee -a "$rows" | cut -f1
 	done
 done
@@ -115,7 +118,9 @@ awk -F'\t' '
 	  if ($5 >= 0) { s[++ns] = $5; if ($5 > sx) sx = $5 }
 	  if ($6 >= 0) { nh++; hok += $6 }
 	  if ($7 >= 0) { no++; if ($7 > ox) ox = $7 }
-	  if ($8 >= 0) { nb++; bok += $8 } }
+	  if ($8 >= 0) { nb++; bok += $8 }
+	  if ($9 != "none") { e = $9 < 0 ? -$9 : $9; ea[++ne] = e; if (e < 10) eok++
+		if (ne == 1 || $9 < elo) elo = $9; if (ne == 1 || $9 > ehi) ehi = $9 } }
 	function median(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 	END {
@@ -125,4 +130,5 @@ awk -F'\t' '
 		if (nh) printf "host launch lower bound at or below the real compiled step'"'"'s launch time: %d of %d\n", hok, nh
 		if (nb) printf "host_bound says whether the real compiled step was launch-bound: %d of %d\n", bok, nb
 		if (nt) printf "step time change: %d of %d within 15 percentage points; error median %.1f pp, max %.1f pp\n", tok, nt, median(t, nt), tx
+		if (ne) printf "eager step (the timeline model from the no-caching capture) vs the pair'"'"'s eager step: %d of %d within 10%%; |error| median %.1f%%, from %+.1f%% to %+.1f%%\n", eok, ne, median(ea, ne), elo, ehi
 	}' "$rows"
