@@ -716,6 +716,8 @@ int va_context_release(struct va_space *v)
 		return 0;
 	int rc = new_chunk(v, v->ctx, 414 * MiB, 0, 1);
 	v->ctx = 0;
+	if (v->floor - v->up > VA_LIBRARY_SKIP)
+		v->floor -= VA_LIBRARY_SKIP;  /* the libraries' modules */
 	return rc;
 }
 

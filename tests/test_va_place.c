@@ -136,6 +136,8 @@ Test(va_place, context_chunks_and_release)
 	cr_assert_eq(va_take(&v, 26 * MiB), f + 32 * MiB); /* low end of the 414 MiB */
 	cr_assert_eq(va_context_release(&v), 0);            /* once */
 	cr_assert_eq(va_take(&v, 14 * MiB), f + 58 * MiB);
+	/* the next fresh chunk: below the libraries' 352 MiB */
+	cr_assert_eq(va_take(&v, 500 * MiB), f - VA_LIBRARY_SKIP - 512 * MiB);
 	va_fini(&v);
 }
 
