@@ -7,6 +7,9 @@
 # against the median uncaptured step.
 #
 #   scripts/timing_noise.sh [GPUMEMSIM]
+#   NOISE_DIR=traces/timing/noise/nocaching NOISE_COMMIT=REV scripts/timing_noise.sh
+#     the same for no-caching captures (the nc->c prediction) against
+#     uncaptured caching runs (session 9; that folder's README)
 #
 # The tree keeps the third round's captures; the first two are read from
 # the commit that added them (NOISE_COMMIT, 0c68a85) when this is a git
@@ -14,7 +17,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 G=${1:-build/gpumemsim}
-D=traces/timing/noise
+D=${NOISE_DIR:-traces/timing/noise}
 C=${NOISE_COMMIT:-0c68a85}
 W=5
 die() { echo "timing_noise.sh: $*" >&2; exit 1; }
