@@ -225,16 +225,20 @@ static void seq_vmm(void)
  * 1 when both worked. */
 static int load_lib(const char *env, const char *sym)
 {
-	const char *path = getenv(env);
+	const char *path = getenv(env), *why;
 	void *h = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
 	int (*create)(void **) = h ? (int (*)(void **))dlsym(h, sym) : NULL;
 	void *handle = NULL;
-	if (!create || create(&handle) != 0) {
-		fprintf(stderr, "va_probe: %s (%s): %s\n", env, path ? path : "unset",
-			h ? "no handle" : dlerror());
-		return 0;
-	}
-	return 1;
+	if (create && create(&handle) == 0)
+		return 1;
+	if (!path)
+		why = "unset";
+	else if (create)
+		why = "the constructor failed";
+	else if (!(why = dlerror()))
+		why = "not loaded";
+	fprintf(stderr, "va_probe: %s (%s, %s): %s\n", env, path ? path : "-", sym, why);
+	return 0;
 }
 
 /* Replay FILE's calls; the row's seq is the FILE's name. 0, or 1 on a bad
