@@ -105,10 +105,10 @@ struct cp_alloc {
  * library call of its last backward reader returns. */
 struct cp_copy_cl {
 	uint64_t id;                 /* the allocation it copies */
-	uint64_t t_alloc, t_free;    /* its forward's start; its last backward use
-				      * (0: none), then the end of that call */
+	uint64_t t_alloc, t_free;    /* its forward's start; when the library
+				      * call of its last backward reader ends */
 	uint32_t bwd;                /* that backward */
-	uint32_t last_reader;        /* the kernel of its last backward use */
+	uint32_t last_reader;        /* that reader's kernel, or NONE */
 };
 
 struct cp_kernel {
@@ -299,10 +299,8 @@ static int note_copy(struct cp *c, uint64_t id, uint32_t ki)
 		return 0;
 	struct cp_copy_cl *cc = &c->copies[a->copy];
 	const struct compile_range *b = &c->bwd[cc->bwd];
-	if (k->launch >= b->start && k->launch <= b->end) {
-		cc->t_free = k->launch;
+	if (k->launch >= b->start && k->launch <= b->end)
 		cc->last_reader = ki;
-	}
 	return 0;
 }
 
@@ -571,7 +569,7 @@ static void decide(struct cp *c, struct compile_partition *p)
 	size_t nc = 0;
 	for (size_t i = 0; i < c->ncopies; i++) {
 		struct cp_copy_cl *cc = &c->copies[i];
-		if (!cc->t_free)
+		if (cc->last_reader == NONE)
 			continue;
 		cc->t_free = library_call_end(c, cc->last_reader, c->bwd[cc->bwd].end);
 		c->copies[nc++] = *cc;
