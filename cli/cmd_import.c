@@ -4,7 +4,9 @@
  * into gpumemsim traces (traces/import_torch.h, traces/import_kineto.h), and
  * `gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT`: the
  * truth record's empty_cache() calls copied into a capture
- * (traces/markers.h). docs/import.md compares the inputs.
+ * (traces/markers.h), and `gpumemsim import xla-sizes --log LOG CAPTURE -o
+ * OUT`: XLA's requested sizes from its allocator log put into a JAX capture
+ * (traces/xla_sizes.h). docs/import.md compares the inputs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@
 
 /* torch-snapshot, kineto and torch-markers share one parse loop and so one
  * table; each option's help says which format it is for. */
-enum { IO_OUT, IO_JSON, IO_LABEL, IO_TRUTH, IO_SOURCE, IO_MIN_MATCH, IO_MAX_GAP };
+enum { IO_OUT, IO_JSON, IO_LABEL, IO_TRUTH, IO_SOURCE, IO_MIN_MATCH, IO_MAX_GAP, IO_LOG };
 
 static const struct cli_opt import_opts[] = {
 	[IO_OUT] = {"-o", "TRACE|OUT", "the trace to write"},
@@ -31,6 +33,7 @@ static const struct cli_opt import_opts[] = {
 					      "exactly (default 0.90)"},
 	[IO_MAX_GAP] = {"--max-gap", "N", "torch-markers: most unmatched allocations around a\n"
 					  "marker (default 16)"},
+	[IO_LOG] = {"--log", "LOG", "xla-sizes: XLA's allocator log of the captured run"},
 	CLI_OPT_END,
 };
 
@@ -40,7 +43,8 @@ static void import_usage(FILE *f)
 		  "import torch-snapshot FILE -o TRACE [--json META] [--label K=V]...\n"
 		  "       gpumemsim import kineto FILE.json -o TRACE [--label K=V]...\n"
 		  "       gpumemsim import torch-markers --truth TRUTH CAPTURE -o OUT\n"
-		  "                 [--source SUBSTR] [--min-match F] [--max-gap N]",
+		  "                 [--source SUBSTR] [--min-match F] [--max-gap N]\n"
+		  "       gpumemsim import xla-sizes --log LOG CAPTURE -o OUT",
 		  "torch-snapshot: FILE is torch.cuda.memory._snapshot()['device_traces'][dev]\n"
 		  "as text, one entry a line: 'action addr size stream time_us' (plain or gzip).\n"
 		  "A FILE ending in .pickle (torch.cuda.memory._dump_snapshot()) is converted\n"
@@ -64,7 +68,15 @@ static void import_usage(FILE *f)
 		  "are reported by source) and each 'x empty_cache' is copied before the matching\n"
 		  "capture record. Refuses when under F (default 0.90) of the allocations match\n"
 		  "exactly, or a marker sits among more than N (default 16) unmatched ones.\n"
-		  "Everything else in CAPTURE is kept; OUT gets the label empty_cache_markers=K.\n\n",
+		  "Everything else in CAPTURE is kept; OUT gets the label empty_cache_markers=K.\n\n"
+		  "xla-sizes: CAPTURE is a JAX run with XLA_PYTHON_CLIENT_ALLOCATOR=platform,\n"
+		  "whose allocations CUPTI sees rounded up to 2 MiB granules; LOG (plain or gzip)\n"
+		  "is that run's stderr with TF_CPP_MIN_LOG_LEVEL=0\n"
+		  "TF_CPP_VMODULE=cuda_device_allocator=3 (capture/jax/recipe.sh keeps it). Each\n"
+		  "'Allocated ptr=P requested size: N padded size: M' line is paired with the\n"
+		  "capture's allocation at P (in order) and gives it, and its free, N bytes.\n"
+		  "Refuses a line with no allocation or another padded size. OUT gets the\n"
+		  "label xla_sizes=K (allocations resized).\n\n",
 		  import_opts,
 		  "\nTRACE/OUT are gzip-compressed when they end in .gz and written atomically.\n");
 }
@@ -100,6 +112,21 @@ static int import_markers(const char *capture, const char *truth, const char *ou
 	return 0;
 }
 
+static int import_xla_sizes(const char *capture, const char *log, const char *out)
+{
+	char err[1024], b1[32], b2[32];
+	struct xla_sizes_report rep;
+	if (xla_sizes_transfer(capture, log, out, &rep, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim import: %s\n", err);
+		return 1;
+	}
+	fprintf(stderr, "%s: %" PRIu64 " of %" PRIu64 " device allocations resized from XLA's log "
+		"(%s mapped -> %s requested); %" PRIu64 " not XLA's kept as captured\n", out,
+		rep.resized, rep.device_allocs, size_fmt(rep.bytes_before, b1, sizeof b1),
+		size_fmt(rep.bytes_after, b2, sizeof b2), rep.unpaired_allocs);
+	return 0;
+}
+
 static int import_kineto_cmd(const char *in, const char *out, const struct trace_label *labels,
 			     size_t nlab)
 {
@@ -132,7 +159,7 @@ static int import_kineto_cmd(const char *in, const char *out, const struct trace
 /* Parse the options, convert, say what was recognised. */
 int cmd_import(int argc, char **argv)
 {
-	const char *kind = NULL, *in = NULL, *out = NULL, *json = NULL, *truth = NULL;
+	const char *kind = NULL, *in = NULL, *out = NULL, *json = NULL, *truth = NULL, *log = NULL;
 	struct trace_label labels[32];
 	char lab[32][512];
 	size_t nlab = 0;
@@ -162,6 +189,8 @@ int cmd_import(int argc, char **argv)
 			nlab++;
 		} else if (opt == &import_opts[IO_TRUTH] && i + 1 < argc) {
 			truth = argv[++i];
+		} else if (opt == &import_opts[IO_LOG] && i + 1 < argc) {
+			log = argv[++i];
 		} else if (opt == &import_opts[IO_SOURCE] && i + 1 < argc) {
 			mo.source = argv[++i];
 		} else if (opt == &import_opts[IO_MIN_MATCH] && i + 1 < argc) {
@@ -196,6 +225,18 @@ int cmd_import(int argc, char **argv)
 		import_usage(stderr);
 		return EXIT_USAGE;
 	}
+	if (!strcmp(kind, "xla-sizes")) {
+		if (!log || json || nlab || truth || mo.source || mo.min_match > 0 || mo.max_gap) {
+			fprintf(stderr, "gpumemsim import xla-sizes: %s\n",
+				log ? "takes only --log LOG and -o OUT" : "--log LOG is required");
+			return EXIT_USAGE;
+		}
+		return import_xla_sizes(in, log, out);
+	}
+	if (log) {
+		fprintf(stderr, "gpumemsim import %s: --log is for xla-sizes\n", kind);
+		return EXIT_USAGE;
+	}
 	if (!strcmp(kind, "torch-markers")) {
 		if (!truth || json || nlab) {
 			fprintf(stderr, "gpumemsim import torch-markers: %s\n",
@@ -207,7 +248,7 @@ int cmd_import(int argc, char **argv)
 	}
 	if (strcmp(kind, "torch-snapshot") && strcmp(kind, "kineto")) {
 		fprintf(stderr, "gpumemsim import: unknown format '%s' (known: torch-snapshot, "
-			"kineto, torch-markers)\n", kind);
+			"kineto, torch-markers, xla-sizes)\n", kind);
 		return EXIT_USAGE;
 	}
 	if (truth || mo.source || mo.min_match > 0 || mo.max_gap) {

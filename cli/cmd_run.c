@@ -360,9 +360,9 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 			       "n - 2 MiB + 1 B (a lower bound); %" PRIu64 " never freed (outside "
 			       "XLA's allocator)\n", r->xla_lowered, r->xla_outside);
 		else
-			printf("xla requests     as captured (not every request is whole 2 MiB "
-			       "granules); %" PRIu64 " never freed (outside XLA's allocator)\n",
-			       r->xla_outside);
+			printf("xla requests     at the trace's sizes (not all whole 2 MiB granules: "
+			       "XLA's own, from its log); %" PRIu64 " never freed (outside XLA's "
+			       "allocator)\n", r->xla_outside);
 	}
 	if (r->foreign_routed && !strcmp(r->allocator_source, SIM_XLA_SOURCE)) {
 		printf("outside          %s at most beside the allocator (%" PRIu64 " allocations "

@@ -15,7 +15,7 @@
  *              format: traces/FORMAT.md), trace_check (lifetimes and
  *              links, what `trace validate` says), trace_stats (counts,
  *              peak live bytes, what `trace stats` says); torch snapshot
- *              import; markers
+ *              import; markers; XLA request sizes from its log (xla_sizes)
  *   policies   policy_find(name), policy_list_names, the registry table;
  *              conf strings in the frameworks' syntax (conf_next, conf_size)
  *   device     the simulated device, the API call cost model (cost_parse,
@@ -51,6 +51,7 @@
 #include "../traces/import_torch.h"
 #include "../traces/import_kineto.h"
 #include "../traces/markers.h"
+#include "../traces/xla_sizes.h"
 #include "../device/cost.h"
 #include "../device/device.h"
 #include "../policies/policy.h"

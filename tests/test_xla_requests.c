@@ -2,8 +2,9 @@
  * test_xla_requests.c: a JAX platform-allocator capture read as XLA's
  * request stream (traces/xla_requests.h, sim_options.xla_requests): whole
  * 2 MiB granules at their lower bound, never-freed allocations beside the
- * policy; chosen by the labels, on and off by option; and `run` agrees
- * with `validate jax-truth` on the shipped captures.
+ * policy; chosen by the labels, on and off by option; `run` agrees
+ * with `validate jax-truth` on the shipped captures; and XLA's own sizes
+ * put into a capture from its allocator log (traces/xla_sizes.h).
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 
 #include "../sim/engine.h"
 #include "../traces/xla_requests.h"
+#include "../traces/xla_sizes.h"
 #include "helpers.h"
 
 #define MIB (1024ull * 1024)
@@ -248,4 +250,129 @@ Test(xla_requests, run_agrees_with_validate)
 		cr_assert(strstr(out, want), "b%s: want %s", batches[i], want);
 		cr_assert(strstr(out, "\"xla_requests\":{"), "%s", batches[i]);
 	}
+}
+
+/* ---- XLA's own sizes from its allocator log (traces/xla_sizes.h) ---- */
+
+#define LOG_LINE(ptr, req, pad) \
+	"I1203 22:15:03.281217    1114 cuda_device_allocator.cc:279] [0] Allocated ptr=" ptr \
+	" requested size: " req " padded size: " pad " granularity: 2097152\n"
+
+/* xla_trace's four XLA allocations as the run's log names them, among lines
+ * of other kinds; the library's workspace and the pinned buffer are not in it. */
+static void xla_log(char *path, size_t len, const char *third)
+{
+	char text[2048];
+	snprintf(text, sizeof text,
+		 "I1203 22:15:03.2 1114 se_gpu_pjrt_client.cc:1369] Using platform allocator.\n"
+		 LOG_LINE("0x200000", "4", "2097152")
+		 "train_jax: platform b8 step 0 5164.0 ms loss 3.4784\n"
+		 LOG_LINE("0x400000", "2000000", "2097152")
+		 "%s"
+		 LOG_LINE("0x800000", "3145728", "4194304"), third);
+	th_tmpfile(path, len, "xla_log", text);
+}
+
+static uint64_t mem_bytes(const char *path, enum trace_rec_type type, uint64_t addr)
+{
+	struct trace_reader *r = trace_reader_open(path);
+	struct trace_rec rec;
+	uint64_t b = UINT64_MAX;
+	cr_assert(r && trace_reader_status(r) == 0, "%s", path);
+	while (trace_reader_next(r, &rec) == TRACE_OK)
+		if (rec.type == type && rec.u.mem.addr == addr)
+			b = rec.u.mem.bytes;
+	trace_reader_close(r);
+	return b;
+}
+
+Test(xla_sizes, log_sizes_go_into_the_capture)
+{
+	char cap[128], log[128], out[160], err[512];
+	struct xla_sizes_report rep;
+	xla_trace(cap, sizeof cap, 1, 0);
+	xla_log(log, sizeof log, LOG_LINE("0x600000", "300", "2097152"));
+	snprintf(out, sizeof out, "%s.out", cap);
+	cr_assert_eq(xla_sizes_transfer(cap, log, out, &rep, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(rep.log_lines, 4);
+	cr_assert_eq(rep.resized, 4);
+	cr_assert_eq(rep.device_allocs, 5);
+	cr_assert_eq(rep.unpaired_allocs, 1);
+	cr_assert_eq(rep.bytes_before, 10 * MIB);
+	cr_assert_eq(rep.bytes_after, 4 + 2000000 + 300 + 3145728);
+	/* each allocation and its free at the requested size; the rest as captured */
+	cr_assert_eq(mem_bytes(out, TREC_ALLOC, 0x200000), 4);
+	cr_assert_eq(mem_bytes(out, TREC_FREE, 0x200000), 4);
+	cr_assert_eq(mem_bytes(out, TREC_FREE, 0x600000), 300);
+	cr_assert_eq(mem_bytes(out, TREC_ALLOC, 0x800000), 3145728);
+	cr_assert_eq(mem_bytes(out, TREC_ALLOC, 0x4000000), 64 * MIB);
+	cr_assert_eq(mem_bytes(out, TREC_ALLOC, 0x7f0000000000), 4 * MIB);
+	/* the label, and a replay that no longer lowers anything */
+	struct trace_reader *r = trace_reader_open(out);
+	cr_assert(r && trace_reader_status(r) == 0);
+	const struct trace_header *h = trace_reader_header(r);
+	int seen = 0;
+	for (size_t i = 0; i < h->nlabels; i++)
+		seen |= !strcmp(h->labels[i].key, "xla_sizes") && !strcmp(h->labels[i].value, "4");
+	cr_assert(seen);
+	struct xla_requests x;
+	cr_assert_eq(xla_requests_scan(r, &x, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(x.granule, 0);
+	cr_assert_eq(x.kept, 4);
+	cr_assert_eq(x.outside_n, 1);
+	xla_requests_free(&x);
+	trace_reader_close(r);
+	char cmd[512], msg[1024];
+	snprintf(cmd, sizeof cmd, "%s trace validate %s", th_bin(), out);
+	cr_assert_eq(th_capture(cmd, msg, sizeof msg), 0, "%s", msg);
+	/* a second time: refused, and the output of the first is kept */
+	char again[200];
+	snprintf(again, sizeof again, "%s.again", cap);
+	cr_assert_eq(xla_sizes_transfer(out, log, again, &rep, err, sizeof err), -1);
+	cr_assert(strstr(err, "already has the label xla_sizes"), "%s", err);
+	cr_assert_eq(access(again, F_OK), -1);
+	unlink(cap);
+	unlink(log);
+	unlink(out);
+}
+
+Test(xla_sizes, refuses_a_log_that_does_not_fit)
+{
+	char cap[128], log[128], out[160], err[512], want[200];
+	xla_trace(cap, sizeof cap, 1, 0);
+	snprintf(out, sizeof out, "%s.out", cap);
+	/* a line without its sizes: named by file and line */
+	xla_log(log, sizeof log, "I1203 x.cc:279] [0] Allocated ptr=0x600000 requested size: ?\n");
+	cr_assert_eq(xla_sizes_transfer(cap, log, out, NULL, err, sizeof err), -1);
+	snprintf(want, sizeof want, "%s:5: an 'Allocated ptr=' line", log);
+	cr_assert(strstr(err, want), "%s", err);
+	unlink(log);
+	/* another run's log: the padded size is not what CUPTI saw */
+	xla_log(log, sizeof log, LOG_LINE("0x600000", "300", "4194304"));
+	cr_assert_eq(xla_sizes_transfer(cap, log, out, NULL, err, sizeof err), -1);
+	snprintf(want, sizeof want, "%s:10: the allocation at 0x600000 is 2097152 B", cap);
+	cr_assert(strstr(err, want), "%s", err);
+	unlink(log);
+	/* a request the capture never saw */
+	xla_log(log, sizeof log, LOG_LINE("0x600000", "300", "2097152")
+		LOG_LINE("0xa00000", "8", "2097152"));
+	cr_assert_eq(xla_sizes_transfer(cap, log, out, NULL, err, sizeof err), -1);
+	cr_assert(strstr(err, "1 of the log's 5 allocations have no allocation"), "%s", err);
+	cr_assert(strstr(err, "ptr 0xa00000"), "%s", err);
+	unlink(log);
+	/* no such lines at all */
+	th_tmpfile(log, sizeof log, "xla_log", "just the program's output\n");
+	cr_assert_eq(xla_sizes_transfer(cap, log, out, NULL, err, sizeof err), -1);
+	cr_assert(strstr(err, "TF_CPP_VMODULE=cuda_device_allocator=3"), "%s", err);
+	cr_assert_eq(access(out, F_OK), -1);
+	/* the command line: --log is required and only for xla-sizes */
+	char cmd[512], msg[2048];
+	snprintf(cmd, sizeof cmd, "%s import xla-sizes %s -o %s", th_bin(), cap, out);
+	cr_assert_eq(th_capture(cmd, msg, sizeof msg), 2, "%s", msg);
+	cr_assert(strstr(msg, "--log LOG is required"), "%s", msg);
+	snprintf(cmd, sizeof cmd, "%s import kineto %s --log %s -o %s", th_bin(), cap, log, out);
+	cr_assert_eq(th_capture(cmd, msg, sizeof msg), 2, "%s", msg);
+	cr_assert(strstr(msg, "--log is for xla-sizes"), "%s", msg);
+	unlink(log);
+	unlink(cap);
 }

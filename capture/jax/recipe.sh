@@ -6,7 +6,10 @@
 #
 # PARTS, comma-separated (default capture,truth):
 #   capture   XLA_PYTHON_CLIENT_ALLOCATOR=platform under `gpumemsim capture`:
-#             OUTDIR/jax-MODEL-bBATCH.trace.gz (+ .capture.json): the request stream
+#             OUTDIR/jax-MODEL-bBATCH.trace.gz (+ .capture.json): the request stream,
+#             with the sizes XLA asked for: XLA's allocator log of the run
+#             (OUTDIR/jax-MODEL-bBATCH.xla.log.gz, TF_CPP_VMODULE=cuda_device_allocator=3)
+#             put in by `gpumemsim import xla-sizes` (CUPTI sees 2 MiB granules)
 #   truth     XLA_PYTHON_CLIENT_PREALLOCATE=false (BFC, allow_growth) under
 #             capture: OUTDIR/truth/jax-MODEL-bBATCH-growth.trace.gz (the BFC's
 #             own device allocations: its regions) + .json (memory_stats)
@@ -51,9 +54,20 @@ need_bin() {
 if [[ $parts == *,capture,* ]]; then
 	need_bin
 	echo "recipe: capture (platform allocator) $name -> $outdir/$name.trace.gz" >&2
-	"$bin" capture "${labels[@]}" --label alloc=platform -o "$outdir/$name.trace.gz" -- \
+	# XLA logs to stderr: the log goes to a file (the other lines to stderr);
+	# the capture as CUPTI saw it, then with XLA's requested sizes
+	xlalog=$outdir/$name.xla.log
+	raw=$outdir/$name.captured.trace.gz
+	rc=0
+	TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=cuda_device_allocator=3 \
+		"$bin" capture "${labels[@]}" --label alloc=platform -o "$raw" -- \
 		"$py" "$here/train_jax.py" --alloc platform "${common[@]}" \
-		--json "$outdir/$name.capture.json"
+		--json "$outdir/$name.capture.json" 2> "$xlalog" || rc=$?
+	grep -v -E '^[IWE][0-9]{4} ' "$xlalog" >&2 || true
+	gzip -f "$xlalog"
+	[ "$rc" = 0 ] || { echo "recipe: capture of $name failed ($rc)" >&2; exit "$rc"; }
+	"$bin" import xla-sizes --log "$xlalog.gz" "$raw" -o "$outdir/$name.trace.gz"
+	rm -f "$raw"
 fi
 if [[ $parts == *,truth,* ]]; then
 	need_bin
