@@ -20,19 +20,20 @@ db=$out/results.db
 # alone and says so). Left out, each for a reason:
 # - traces/matrix: the capture's coverage set (one small run per kind of
 #   program, capture/matrix.sh), not a batch sweep;
-# - traces/torch/truth, traces/jax/truth: what an allocator did (PyTorch's
+# - traces/torch/truth, traces/jax/truth, traces/jax/cnn/truth: what an allocator did (PyTorch's
 #   segments, the BFC's regions), the ground truth `validate` compares
 #   against, not a request stream to replay under other allocators;
 # - traces/jax/async: torch-async ground truth captured on a shared GPU:
 #   its 132 GiB peak is cuDNN's benchmark probing whatever the GPU had
 #   free at the time, not what the model needs (validate async-truth);
-# - traces/torch/quiet*, traces/torch/samehost, traces/cnn/timing: step-time
+# - traces/torch/quiet*, traces/torch/samehost*, traces/cnn/timing: step-time
 #   validation captures (docs/timing.md, docs/fusion.md) that repeat batch
 #   sizes of traces/torch and traces/cnn; two traces of one workload, model
 #   and batch would make two points at one batch in a group.
 traces=$(find traces/cnn traces/jax traces/torch traces/torch-truth \
-	\( -path traces/torch/truth -o -path traces/jax/truth -o -path traces/jax/async \
-	   -o -path 'traces/torch/quiet*' -o -path traces/torch/samehost -o -path traces/cnn/timing \) -prune \
+	\( -path traces/torch/truth -o -path traces/jax/truth -o -path traces/jax/cnn/truth \
+	   -o -path traces/jax/async -o -path 'traces/torch/quiet*' -o -path 'traces/torch/samehost*' \
+	   -o -path traces/cnn/timing \) -prune \
 	-o \( -name '*.trace.gz' -o -name '*.trace' \) -print | sort)
 # PyTorch's knobs, TensorFlow/JAX BFC, the CUDA pool, the references and the
 # offline floor. GC acts only under a memory fraction (here 5% of 140 GiB).

@@ -63,6 +63,18 @@ Test(validate_jax, sweep_exact_with_xla_sizes)
 	cr_assert(strstr(out, "\"exact_runs\":11"), "%s", out);
 }
 
+/* A model no rule was read from (the plain flax CNN, recaptured with the
+ * same recipe): exact at every batch size too. */
+Test(validate_jax, held_out_cnn_sweep_exact)
+{
+	static char out[16384];
+	cr_assert_eq(run_bin("validate jax-truth traces/jax/cnn --json", out, sizeof out), 0);
+	cr_assert(strstr(out, "\"summary\":\"jax-truth\",\"runs\":11,\"exact_runs\":11"), "%s",
+		  out);
+	cr_assert(strstr(out, "\"run\":\"jax-cnn-b256\",\"exact\":true,\"peak_pool_bytes_real\":"
+			      "1105199104,\"peak_pool_bytes_sim\":1105199104"), "%s", out);
+}
+
 Test(validate_jax, async_within_a_tenth_of_a_percent)
 {
 	static char out[4096];

@@ -12,7 +12,7 @@
 #   capture/jax/device_run.sh OUTDIR      (run from the repository root)
 # Environment: BUDGET_S (395: phases are cut so the whole run ends by then),
 # BATCHES, MODEL (resnet), JAX_PYTHON / TORCH_PYTHON (searched when unset),
-# SKIP_BUILD=1.
+# SKIP_BUILD=1, ASYNC=0 (no torch cudaMallocAsync runs in B).
 set -u
 T0=$SECONDS
 budget=${BUDGET_S:-395}
@@ -110,7 +110,7 @@ if [ -n "$JPY" ]; then
 		pids+=($!)
 	done
 fi
-if [ -n "$TPY" ]; then
+if [ -n "$TPY" ] && [ "${ASYNC:-1}" != 0 ]; then
 	for b in 16 32 64; do
 		timeout "$(lim 120)" "$G" capture --label workload=torch-async --label model=resnet18 \
 			--label batch="$b" --label conf=backend:cudaMallocAsync \
