@@ -406,8 +406,10 @@ static void strip_markers(const char *src, const char *dst)
 	struct trace_header h = *trace_reader_header(r);
 	struct trace_label labs[32];
 	size_t n = 0;
+	/* both labels the transfer adds go, so they come back in its order */
 	for (size_t i = 0; i < h.nlabels && n < 32; i++)
-		if (strcmp(h.labels[i].key, "empty_cache_markers"))
+		if (strcmp(h.labels[i].key, "empty_cache_markers") &&
+		    strcmp(h.labels[i].key, "allocator_source"))
 			labs[n++] = h.labels[i];
 	h.labels = labs;
 	h.nlabels = n;

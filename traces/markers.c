@@ -439,38 +439,6 @@ static void worst_run(const struct truth_side *t, const struct capture_side *c,
 
 /* ------------------------------------------------------------ writing */
 
-struct string_map {
-	uint32_t *ids;   /* reader id -> writer id, UINT32_MAX = not yet */
-	size_t n;
-};
-
-static int map_string(struct string_map *sm, struct trace_reader *r, struct trace_writer *w,
-		      uint32_t *id)
-{
-	if (*id == TRACE_NO_STRING)
-		return 0;
-	if (*id >= sm->n) {
-		size_t n = trace_reader_nstrings(r);
-		if (*id >= n)
-			return -1;
-		uint32_t *ids = realloc(sm->ids, n * sizeof *ids);
-		if (!ids)
-			return -1;
-		for (size_t i = sm->n; i < n; i++)
-			ids[i] = UINT32_MAX;
-		sm->ids = ids;
-		sm->n = n;
-	}
-	if (sm->ids[*id] == UINT32_MAX) {
-		uint32_t w_id = trace_writer_intern(w, trace_reader_string(r, *id));
-		if (w_id == TRACE_NO_STRING)
-			return -1;
-		sm->ids[*id] = w_id;
-	}
-	*id = sm->ids[*id];
-	return 0;
-}
-
 static int write_marker(struct trace_writer *w, uint64_t t)
 {
 	struct trace_rec x;
@@ -486,41 +454,28 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 			char *err, size_t errlen)
 {
 	int ret = -1, rc;
-	struct string_map sm = { NULL, 0 };
-	struct trace_label *labels = NULL;
+	struct trace_strmap sm;
 	struct trace_writer *w = NULL;
 	char werr[512], count[32];
+	memset(&sm, 0, sizeof sm);
 	if (trace_reader_rewind(r) < 0) {
 		set_err(err, errlen, "%s", trace_reader_error(r));
-		goto out;
-	}
-	w = trace_writer_open(out, TRACE_W_ATOMIC, werr, sizeof werr);
-	if (!w) {
-		set_err(err, errlen, "%s", werr);
 		goto out;
 	}
 	/* The header as it was, plus a label that says the markers are there
 	 * (and stops a second run from doubling them), and one naming the
 	 * allocator the alignment took as the framework's: the replay sends
-	 * every other source beside the policy. An older allocator_source
-	 * label gives way to this one. */
-	struct trace_header h = *trace_reader_header(r);
-	labels = malloc((h.nlabels + 2) * sizeof *labels);
-	if (!labels)
-		goto nomem;
-	size_t nl = 0;
-	for (size_t i = 0; i < h.nlabels; i++)
-		if (strcmp(h.labels[i].key, MARKERS_SOURCE_LABEL))
-			labels[nl++] = h.labels[i];
+	 * every other source beside the policy (an older allocator_source
+	 * label gives way to this one). */
 	snprintf(count, sizeof count, "%zu", npl);
-	labels[nl].key = (char *)MARKERS_LABEL;
-	labels[nl++].value = count;
-	labels[nl].key = (char *)MARKERS_SOURCE_LABEL;
-	labels[nl++].value = (char *)source;
-	h.labels = labels;
-	h.nlabels = nl;
-	if (trace_writer_header(w, &h) < 0)
-		goto werror;
+	const struct trace_label add[] = {
+		{(char *)MARKERS_LABEL, count}, {(char *)MARKERS_SOURCE_LABEL, (char *)source},
+	};
+	w = trace_xform_open(out, r, add, 2, &sm, werr, sizeof werr);
+	if (!w) {
+		set_err(err, errlen, "%s", werr);
+		goto out;
+	}
 	struct trace_rec rec;
 	uint64_t ri = 0;
 	size_t next = 0;
@@ -529,20 +484,8 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 			if (write_marker(w, rec.start) < 0)
 				goto werror;
 		ri++;
-		uint32_t *s = NULL;
-		switch (rec.type) {
-		case TREC_ALLOC:
-		case TREC_FREE: s = &rec.u.mem.source; break;
-		case TREC_KERNEL: s = &rec.u.kernel.name; break;
-		case TREC_RANGE: s = &rec.u.range.name; break;
-		case TREC_API: s = &rec.u.api.name; break;
-		default: break;
-		}
-		if (s && map_string(&sm, r, w, s) < 0) {
-			set_err(err, errlen, "%s:%" PRIu64 ": string id %" PRIu32 " not defined",
-				trace_reader_path(r), rec.line, *s);
-			goto out;
-		}
+		if (trace_strmap_rec(&sm, &rec) < 0)
+			goto nomem;
 		if (trace_writer_record(w, &rec) < 0)
 			goto werror;
 	}
@@ -572,8 +515,7 @@ nomem:
 out:
 	if (w)
 		trace_writer_abort(w);
-	free(labels);
-	free(sm.ids);
+	trace_strmap_free(&sm);
 	return ret;
 }
 

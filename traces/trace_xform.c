@@ -1,6 +1,7 @@
 /* trace_xform.c: see trace_xform.h. */
 #include "trace_xform.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,4 +91,33 @@ int trace_xform_close(struct trace_writer **w, const struct trace_reader *rd, ch
 {
 	const struct trace_trailer *tr = trace_reader_trailer(rd);
 	return trace_writer_close(w, tr->present, tr->dropped, err, errlen);
+}
+
+struct trace_writer *trace_xform_open(const char *out, const struct trace_reader *rd,
+				      const struct trace_label *add, size_t nadd,
+				      struct trace_strmap *sm, char *err, size_t errlen)
+{
+	const struct trace_header *h0 = trace_reader_header(rd);
+	struct trace_header h = *h0;
+	size_t cap = h0->nlabels + nadd;
+	struct trace_label *labels = malloc((cap ? cap : 1) * sizeof *labels);
+	struct trace_writer *w = NULL;
+	memset(sm, 0, sizeof *sm);
+	if (!labels) {
+		snprintf(err, errlen, "%s: out of memory", out);
+		return NULL;
+	}
+	h.nlabels = trace_labels_override(labels, 0, cap, h0->labels, h0->nlabels);
+	h.nlabels = trace_labels_override(labels, h.nlabels, cap, add, nadd);
+	h.labels = labels;
+	w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
+	if (w && trace_writer_header(w, &h) < 0) {
+		snprintf(err, errlen, "%s: writing the header failed", out);
+		trace_writer_abort(w);
+		w = NULL;
+	}
+	free(labels);
+	if (w)
+		trace_strmap_init(sm, rd, w);
+	return w;
 }

@@ -49,6 +49,17 @@ int trace_launches_note(struct trace_launches *l, const struct trace_rec *rec);
  * later than START), else START. */
 uint64_t trace_launches_take(struct trace_launches *l, uint64_t corr, uint64_t start);
 
+/*
+ * Open OUT (atomically; gzip when it ends in .gz) for a transform of RD: its
+ * header written with ADD[0..NADD) laid over RD's labels (an added label
+ * replaces the one of the same key, else comes last; trace_labels_override),
+ * and *SM mapping RD's string ids into the new writer. Returns the writer,
+ * or NULL with ERR (nothing left open; *SM then needs no free).
+ */
+struct trace_writer *trace_xform_open(const char *out, const struct trace_reader *rd,
+				      const struct trace_label *add, size_t nadd,
+				      struct trace_strmap *sm, char *err, size_t errlen);
+
 /* Close *W as complete or not, with the dropped count, as RD's trailer says
  * (a transform neither completes a trace cut short nor hides its losses).
  * *W is gone either way and set to NULL (a caller's cleanup that aborts a

@@ -184,34 +184,21 @@ static int rewrite(struct trace_reader *r, const struct u64map *size, const char
 	struct trace_strmap sm;
 	struct trace_writer *w = NULL;
 	struct u64map live;    /* addr -> requested size of a resized allocation live there */
-	struct trace_label *labels = NULL;
 	struct trace_rec rec;
-	char werr[512], count[32];
+	char count[32];
 	uint64_t id = 0, v;
 	int rc, ret = -1;
 	u64map_init(&live);
+	memset(&sm, 0, sizeof sm);
 	if (trace_reader_rewind(r) < 0) {
 		set_err(err, errlen, "%s", trace_reader_error(r));
-		goto out_nomap;
+		goto out;
 	}
-	w = trace_writer_open(out, TRACE_W_ATOMIC, werr, sizeof werr);
-	if (!w) {
-		set_err(err, errlen, "%s", werr);
-		goto out_nomap;
-	}
-	trace_strmap_init(&sm, r, w);
-	struct trace_header h = *trace_reader_header(r);
-	labels = malloc((h.nlabels + 1) * sizeof *labels);
-	if (!labels)
-		goto nomem;
-	memcpy(labels, h.labels, h.nlabels * sizeof *labels);
 	snprintf(count, sizeof count, "%" PRIu64, resized);
-	labels[h.nlabels].key = (char *)XLA_SIZES_LABEL;
-	labels[h.nlabels].value = count;
-	h.labels = labels;
-	h.nlabels++;
-	if (trace_writer_header(w, &h) < 0)
-		goto werror;
+	struct trace_label label = {(char *)XLA_SIZES_LABEL, count};
+	w = trace_xform_open(out, r, &label, 1, &sm, err, errlen);
+	if (!w)
+		goto out;
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
 		struct trace_mem *m = &rec.u.mem;
 		if (rec.type == TREC_ALLOC) {
@@ -235,11 +222,7 @@ static int rewrite(struct trace_reader *r, const struct u64map *size, const char
 		set_err(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
-	if (trace_xform_close(&w, r, werr, sizeof werr) < 0) {
-		set_err(err, errlen, "%s", werr);
-		goto out;
-	}
-	ret = 0;
+	ret = trace_xform_close(&w, r, err, errlen);
 	goto out;
 werror:
 	set_err(err, errlen, "%s: write failed", out);
@@ -248,10 +231,8 @@ nomem:
 	set_err(err, errlen, "out of memory");
 out:
 	trace_strmap_free(&sm);
-out_nomap:
 	if (w)
 		trace_writer_abort(w);
-	free(labels);
 	u64map_free(&live);
 	return ret;
 }

@@ -730,7 +730,6 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	struct trace_mem *made = NULL;   /* per recomputed or copied allocation: its 'a' fields */
 	uint64_t *newid = NULL;          /* allocation id -> id in the output */
 	uint64_t nout = 0;               /* 'a' records written */
-	struct trace_label *labels = NULL;
 	uint64_t links[TRACE_MAX_LINKS], aidx = 0, kidx = 0;
 	size_t nev = 0, next = 0;
 	char lbuf[64];
@@ -742,9 +741,7 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 	ev = malloc((p->recomputed + 2 * c->ncopies + 1) * sizeof *ev);
 	made = calloc(c->na ? c->na : 1, sizeof *made);
 	newid = malloc((c->na ? c->na : 1) * sizeof *newid);
-	const struct trace_header *h0 = trace_reader_header(rd);
-	labels = calloc(h0->nlabels + 1, sizeof *labels);
-	if (!ev || !made || !newid || !labels)
+	if (!ev || !made || !newid)
 		goto nomem;
 	for (uint64_t id = 0; id < c->na; id++)
 		if (c->a[id].recompute && !c->a[id].drop)
@@ -754,21 +751,11 @@ static int write_partitioned(const struct cp *c, struct trace_reader *rd, const 
 		ev[nev++] = (struct cp_ev){c->copies[i].t_free, EV_COPY_FREED, i};
 	}
 	qsort(ev, nev, sizeof *ev, cmp_ev);
-	struct trace_header h = *h0;
-	if (h0->nlabels)
-		memcpy(labels, h0->labels, h0->nlabels * sizeof *labels);
 	snprintf(lbuf, sizeof lbuf, "%" PRIu64, p->recomputed);
-	labels[h0->nlabels] = (struct trace_label){"compile_recomputed", lbuf};
-	h.labels = labels;
-	h.nlabels = h0->nlabels + 1;
-	o.w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
+	const struct trace_label add = {"compile_recomputed", lbuf};
+	o.w = trace_xform_open(out, rd, &add, 1, &o.sm, err, errlen);
 	if (!o.w)
 		goto out;
-	trace_strmap_init(&o.sm, rd, o.w);
-	if (trace_writer_header(o.w, &h) < 0) {
-		snprintf(err, errlen, "%s: writing the header failed", out);
-		goto out;
-	}
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		int keep = 1;
 		/* early frees and copies due by now go first, in time order */
@@ -847,7 +834,6 @@ out:
 	free(ev);
 	free(made);
 	free(newid);
-	free(labels);
 	return ret;
 }
 

@@ -845,7 +845,6 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 	struct fz_out o;
 	struct u64map live;
 	struct trace_rec rec;
-	struct trace_label *labels = NULL;
 	char *name = NULL, lbuf[1024], bwbuf[64];
 	int ret = -1, st;
 	uint64_t aidx = 0;
@@ -855,35 +854,22 @@ static int pass2(struct fz *z, struct trace_reader *rd, const char *out,
 	u64map_init(&live);
 	name = malloc(FUSED_NAME_MAX);
 	o.newid = malloc((z->na ? z->na : 1) * sizeof *o.newid);
-	const struct trace_header *h0 = trace_reader_header(rd);
-	labels = calloc(h0->nlabels + 2, sizeof *labels);
-	if (!name || !o.newid || !labels)
+	if (!name || !o.newid)
 		goto nomem;
 	for (uint64_t i = 0, n = 0; i < z->na; i++) {
 		o.newid[i] = n;
 		n += !z->elim[i];
 	}
-	struct trace_header h = *h0;
-	if (h0->nlabels)
-		memcpy(labels, h0->labels, h0->nlabels * sizeof *labels);
 	size_t off = 0;
 	lbuf[0] = 0;
 	for (size_t r = 0; r < z->rs->n && off < sizeof lbuf; r++)
 		off += (size_t)snprintf(lbuf + off, sizeof lbuf - off, "%s%s", r ? "," : "",
 					z->rs->v[r].name);
 	snprintf(bwbuf, sizeof bwbuf, "%.0f", rep->bandwidth);
-	labels[h0->nlabels] = (struct trace_label){"fusion", lbuf};
-	labels[h0->nlabels + 1] = (struct trace_label){"fusion_bandwidth", bwbuf};
-	h.labels = labels;
-	h.nlabels = h0->nlabels + 2;
-	o.w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
+	const struct trace_label add[] = {{"fusion", lbuf}, {"fusion_bandwidth", bwbuf}};
+	o.w = trace_xform_open(out, rd, add, 2, &o.sm, err, errlen);
 	if (!o.w)
 		goto out;
-	trace_strmap_init(&o.sm, rd, o.w);
-	if (trace_writer_header(o.w, &h) < 0) {
-		snprintf(err, errlen, "%s: writing the header failed", out);
-		goto out;
-	}
 	if (trace_reader_rewind(rd) < 0) {
 		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
@@ -987,7 +973,6 @@ out:
 	u64map_free(&live);
 	trace_strmap_free(&o.sm);
 	free(o.newid);
-	free(labels);
 	free(name);
 	return ret;
 }

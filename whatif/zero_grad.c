@@ -163,8 +163,7 @@ out:
 static int zg_write(struct zg *z, struct trace_reader *rd, const char *out, char *err,
 		    size_t errlen)
 {
-	const struct trace_header *h0 = trace_reader_header(rd);
-	struct trace_label *labels = calloc(h0->nlabels + 1, sizeof *labels);
+	const struct trace_label zl = {"zero_grad", "before-forward"};
 	struct trace_writer *w = NULL;
 	struct trace_strmap sm;
 	struct trace_rec rec;
@@ -172,23 +171,9 @@ static int zg_write(struct zg *z, struct trace_reader *rd, const char *out, char
 	uint64_t ordinal = 0;
 	int st, ret = -1;
 
-	memset(&sm, 0, sizeof sm);
-	if (!labels) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	struct trace_header h = *h0;
-	size_t n = trace_labels_override(labels, 0, h0->nlabels + 1, h0->labels, h0->nlabels);
-	struct trace_label zl = {"zero_grad", "before-forward"};
-	n = trace_labels_override(labels, n, h0->nlabels + 1, &zl, 1);
-	h.labels = labels;
-	h.nlabels = n;
-	w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
+	w = trace_xform_open(out, rd, &zl, 1, &sm, err, errlen);
 	if (!w)
-		goto out;
-	trace_strmap_init(&sm, rd, w);
-	if (trace_writer_header(w, &h) < 0)
-		goto werr;
+		return -1;
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		/* moved frees whose step opened before this record go first */
 		while (next < z->nmoved && z->moved[next].step_start < rec.start) {
@@ -229,7 +214,6 @@ out:
 	if (w)
 		trace_writer_abort(w);
 	trace_strmap_free(&sm);
-	free(labels);
 	return ret;
 }
 
