@@ -87,6 +87,7 @@ static uint64_t mix(uint64_t x)
 void va_init(struct va_space *v, uint64_t bottom, uint64_t top)
 {
 	memset(v, 0, sizeof *v);
+	v->ctx_chunk = SIZE_MAX;
 	v->up = bottom;
 	v->floor = v->over = top;
 	v->pt_top = top > UINT64_MAX - (PT_PAGE - 1) ? top & ~(PT_PAGE - 1)
@@ -389,6 +390,8 @@ static int compact(struct va_space *v)
 		to[i] = (uint32_t)j;
 		v->ch[j++] = v->ch[i];
 	}
+	if (v->ctx_chunk != SIZE_MAX)
+		v->ctx_chunk = to[v->ctx_chunk];   /* a context chunk never dies */
 	for (size_t i = 0; i < v->at.cap; i++)
 		if (v->at.keys[i] != U64MAP_EMPTY)
 			v->at.vals[i] = to[v->at.vals[i]];
@@ -648,7 +651,7 @@ static uint64_t over(struct va_space *v, uint64_t size)
 	return a;
 }
 
-uint64_t va_take(struct va_space *v, uint64_t bytes)
+static uint64_t take_plain(struct va_space *v, uint64_t bytes)
 {
 	long id;
 	uint64_t a, size;
@@ -671,6 +674,16 @@ uint64_t va_take(struct va_space *v, uint64_t bytes)
 		a = over(v, size);
 	}
 	(void)new_chunk(v, a, size, bytes, 0);
+	return a;
+}
+
+static void libraries_settle(struct va_space *v);
+
+uint64_t va_take(struct va_space *v, uint64_t bytes)
+{
+	uint64_t a = take_plain(v, bytes);
+	if (v->ctx == 2)
+		libraries_settle(v);
 	return a;
 }
 
@@ -703,7 +716,12 @@ int va_add_context(struct va_space *v)
 		return 0;
 	v->floor -= span;
 	uint64_t t = v->floor;
-	v->ctx = t;
+	/* the 414 MiB at the bottom: the context's oldest chunk, held whole
+	 * until va_context_release */
+	if (new_chunk(v, t, VA_CONTEXT_LOW, VA_CONTEXT_LOW, 1) < 0)
+		return -1;
+	v->ctx_chunk = v->nch - 1;
+	v->ctx = 1;
 	if (new_chunk(v, t + 480 * MiB, 32 * MiB, 8 * MiB, 1) < 0 ||
 	    new_chunk(v, t + 414 * MiB, 2 * MiB, 0, 1) < 0)
 		return -1;
@@ -712,13 +730,25 @@ int va_add_context(struct va_space *v)
 
 int va_context_release(struct va_space *v)
 {
-	if (!v->ctx)
+	if (v->ctx != 1)
 		return 0;
-	int rc = new_chunk(v, v->ctx, 414 * MiB, 0, 1);
-	v->ctx = 0;
+	v->ctx = 2;   /* va_take finishes it */
 	if (v->floor - v->up > VA_LIBRARY_SKIP)
 		v->floor -= VA_LIBRARY_SKIP;  /* the libraries' modules */
-	return rc;
+	return 0;
+}
+
+/* After the first allocation once the libraries loaded: their own page,
+ * then the context's 414 MiB free, in its own (old) chunk. */
+static void libraries_settle(struct va_space *v)
+{
+	struct va_chunk *c = &v->ch[v->ctx_chunk];
+	uint64_t a = c->start, len = VA_CONTEXT_LOW;
+	v->ctx = 0;
+	(void)take_plain(v, VA_LIBRARY_PAGE);   /* never given back */
+	if (give_in_chunk(v, c, &a, &len) < 0)
+		v->oom = 1;
+	mx_set(v, v->ctx_chunk);
 }
 
 int va_give(struct va_space *v, uint64_t addr, uint64_t bytes)

@@ -21,13 +21,15 @@
  *    later requests). Frees coalesce inside a chunk. Best fit was read off
  *    61 recorded PyTorch runs' segment calls replayed on an H200
  *    (traces/va_probe/replay.tsv.gz): all 10,965 placed as the driver did.
- * The CUDA context owns two chunks before the first call (va_add_context):
+ * The CUDA context owns chunks before the first call (va_add_context):
  * 2 MiB free 74 MiB below a 24 MiB free range, which lies 488 MiB above the
- * first fresh chunk. In PyTorch runs the 414 MiB between the first fresh
- * chunk and that 2 MiB are freed once, when cuDNN/cuBLAS first load (a
- * pause of 90+ ms in every recorded run), and are then used as the newest
- * chunk; the libraries' load also takes VA_LIBRARY_SKIP of fresh space below
- * the lowest chunk (va_context_release). Reserved ranges (cuMemAddressReserve) share the chunks
+ * first fresh chunk, and the 414 MiB between the two, held. In PyTorch runs
+ * cuDNN/cuBLAS first load at a pause of 90+ ms (every recorded run): the
+ * load takes VA_LIBRARY_SKIP of fresh space below the lowest chunk, the
+ * next allocation is placed as usual, then the libraries take a 2 MiB page
+ * of their own (VA_LIBRARY_PAGE, by the same rules: mostly in that
+ * allocation's chunk, which it keeps alive) and the context frees its
+ * 414 MiB, a chunk older than any made since (va_context_release). Reserved ranges (cuMemAddressReserve) share the chunks
  * but new ones come from a separate area growing upward (va_reserve).
  * Deterministic; O(log n) per call (a treap of released ranges with the
  * largest range of each subtree, a max-tree over chunks in creation order,
@@ -68,7 +70,9 @@ struct va_space {
 	uint64_t pt_top;   /* the top, rounded up to 2 MiB */
 	struct u64map at;  /* other allocation addresses -> chunk id */
 	int oom;           /* host memory ran out: placement is no longer the model's */
-	uint64_t ctx;      /* the context's span [ctx, ctx + 512 MiB); 0: none */
+	int ctx;           /* the context's low 414 MiB: 0 free (or no context),
+			    * 1 held, 2 the libraries loaded: freed after the next take */
+	size_t ctx_chunk;  /* the chunk that holds them; SIZE_MAX: none */
 };
 
 /* The space [BOTTOM, TOP): chunks come from TOP downward, reservations from
@@ -80,12 +84,19 @@ void va_fini(struct va_space *v);
  * after va_init. Returns -1 when out of memory. */
 int va_add_context(struct va_space *v);
 
-/* cuDNN and cuBLAS load: the context frees the 414 MiB at the bottom of
- * its span, which becomes the newest chunk, and the next fresh chunk lies
- * VA_LIBRARY_SKIP lower (see above; once; after va_add_context). The device
+/* cuDNN and cuBLAS load: the next fresh chunk lies VA_LIBRARY_SKIP lower,
+ * and after the next va_take the libraries' page is taken and the context's
+ * 414 MiB are freed (see above; once; after va_add_context). The device
  * calls it at the first pause of VA_CONTEXT_PAUSE_NS between mallocs.
- * Returns -1 when out of memory. */
+ * Returns 0. */
 int va_context_release(struct va_space *v);
+#define VA_CONTEXT_LOW (414ull << 20)
+/* What a PyTorch run shows after the load (59 of 61 runs, docs/policies.md):
+ * the first allocation makes a fresh chunk, is freed, and the next one
+ * reuses that chunk from its low end although the 414 MiB would hold it;
+ * the 414 MiB is first used by an allocation that does not fit there. The
+ * libraries' own cudaMallocs are sub-2 MiB buffers sharing one page. */
+#define VA_LIBRARY_PAGE (2ull << 20)
 #define VA_CONTEXT_PAUSE_NS 50000000ull
 /* Measured: in 59 of the 61 replayed runs (docs/policies.md) the first
  * fresh chunk after the load lies 288-384 MiB below where the driver alone
