@@ -239,10 +239,27 @@ static void replay(const char *path, const char *label, const struct alloc_polic
 	       (double)peak / (double)(1ull << 30), ooms, cpu);
 }
 
+/* A count of events: digits only, at least 1. */
+static int events_arg(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s[0] || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	*out = strtoull(s, &end, 10);
+	return *out ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t small = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
-	uint64_t large = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000000;
+	uint64_t small = 1000000, large = 10000000;
+	if (argc > 3 || (argc > 1 && events_arg(argv[1], &small) < 0) ||
+	    (argc > 2 && events_arg(argv[2], &large) < 0)) {
+		int help = argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+		fprintf(help ? stdout : stderr, "usage: %s [SMALL_EVENTS [LARGE_EVENTS]]  (memory "
+			"events of the two synthetic traces, defaults 1000000 10000000; "
+			"bench/README.md)\n", argv[0]);
+		return help ? 0 : 2;
+	}
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	char p_small[512], p_large[512], p_gz[512];
 	struct { const char *label, *path; uint64_t events; } tr[3];
