@@ -1,7 +1,7 @@
 /*
  * cmd_maxbatch.c: `gpumemsim maxbatch --from T1 T2 [T3] --policy P --capacity C`:
  * the largest batch size whose simulated peak fits on the device, and why
- * the next one fails: capacity, fragmentation (free but split), or memory
+ * the next one fails: capacity, the allocator's limit, fragmentation (free but split), or memory
  * outside the framework's allocator (by library).
  *
  * The options are parsed here, the captures loaded and fitted
@@ -38,7 +38,8 @@ static void usage(FILE *f)
 	cli_usage(f, "maxbatch --from T1 T2 [T3...] --policy P --capacity SIZE [options]",
 		  "The largest batch whose simulated peak fits in SIZE (less the margin), with the\n"
 		  "traces synthesised as `whatif batch` does, and why the next batch fails:\n"
-		  "capacity, fragmentation (enough free memory, but split), or memory allocated\n"
+		  "capacity, the allocator's own limit when below it (BFC's memory_limit, a memory\n"
+		  "fraction), fragmentation (enough free memory, but split), or memory allocated\n"
 		  "outside the framework's allocator (cuDNN, cuBLAS, ... by library).\n\n",
 		  maxbatch_opts,
 		  "\nExit status: 0 ok, 1 failure (an answer that cannot be trusted: see whatif batch\n"

@@ -110,6 +110,29 @@ Test(whatif_cli, whatif_batch)
 	unlink(o);
 }
 
+/* maxbatch under an allocator whose own limit is below the capacity (JAX's
+ * BFC takes 75% of it): the next batch is judged against that limit, not
+ * the device (the shipped JAX captures). */
+Test(whatif_cli, maxbatch_allocator_limit)
+{
+	char cmd[1024], out[16384];
+	const char *from = "--from traces/jax/jax-resnet-b32.trace.gz "
+			   "traces/jax/jax-resnet-b64.trace.gz traces/jax/jax-resnet-b128.trace.gz";
+	snprintf(cmd, sizeof cmd, "%s maxbatch %s --policy bfc --conf preset:jax --capacity 1GiB",
+		 th_bin(), from);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "largest batch  160 (peak reserved 768.00 MiB"), "%s", out);
+	cr_assert(strstr(out, "limit: 23.08 MiB allocated + 748.69 MiB requested > the allocator's "
+			      "limit of 768.00 MiB"), "%s", out);
+	/* with growth the regions split the room under the limit */
+	snprintf(cmd, sizeof cmd, "%s maxbatch %s --policy bfc --conf preset:jax_growth "
+		 "--capacity 1GiB --json", th_bin(), from);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"verdict\":\"fragmentation\""), "%s", out);
+	cr_assert(strstr(out, "fits in the allocator's limit of 768.00 MiB"), "%s", out);
+	cr_assert(strstr(out, "unreserved 738.00 MiB under the limit"), "%s", out);
+}
+
 /* maxbatch: 4 MiB + batch MiB under cuda_malloc in 100 MiB -> 96. */
 Test(whatif_cli, maxbatch_capacity)
 {
