@@ -196,6 +196,14 @@ int cmd_maxbatch(int argc, char **argv)
 	}
 	if (!json)
 		whatif_print_report(bf_model_report(m), &tr, at, 0, stderr);
+	/* XLA compiles the step to its memory limit: under a smaller limit the
+	 * real program is another one (docs/validation_bfc.md, "maxbatch") */
+	const char *wl = bf_label(t[0], "workload");
+	if (wl && !strcmp(wl, "jax"))
+		fprintf(stderr, "gpumemsim maxbatch: note: XLA fits its compiled step to the memory "
+			"limit it runs under (smaller temporary buffers, slower steps); this answer is "
+			"for the program as captured, a lower bound where the limit is below what the "
+			"captures used (docs/validation_bfc.md)\n");
 	if (json) {
 		struct json j;
 		json_init(&j, stdout);

@@ -124,6 +124,8 @@ Test(whatif_cli, maxbatch_allocator_limit)
 	cr_assert(strstr(out, "largest batch  160 (peak reserved 768.00 MiB"), "%s", out);
 	cr_assert(strstr(out, "limit: 23.08 MiB allocated + 748.69 MiB requested > the allocator's "
 			      "limit of 768.00 MiB"), "%s", out);
+	/* and says that XLA would compile another program under that limit */
+	cr_assert(strstr(out, "note: XLA fits its compiled step to the memory limit"), "%s", out);
 	/* with growth the regions split the room under the limit */
 	snprintf(cmd, sizeof cmd, "%s maxbatch %s --policy bfc --conf preset:jax_growth "
 		 "--capacity 1GiB --json", th_bin(), from);

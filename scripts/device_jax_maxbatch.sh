@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# device_jax_maxbatch.sh: the largest batch that really fits, for
+# `gpumemsim maxbatch` to be checked against (users' question 1, JAX).
+# capture/jax/train_jax.py --model resnet with JAX's default preallocation
+# capped by XLA_PYTHON_CLIENT_MEM_FRACTION, each batch of a range in its own
+# process (8 at a time), 3 steps; a process that runs out of memory records
+# ok=false. Packs after every fraction:
+#   scripts/device_jax_maxbatch.sh OUTDIR      (from the repository root)
+# Environment: PLAN ("FRACTION:FIRST:LAST:STEP ..."), JAX_PYTHON.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+mkdir -p "$1" || exit 1
+OUT=$(cd "$1" && pwd)
+W=/tmp/jaxmb
+mkdir -p "$W"
+T0=$SECONDS
+note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/phases.txt"; }
+pack() { tar -czf "$OUT/jaxmb.tgz.tmp" -C /tmp jaxmb && mv "$OUT/jaxmb.tgz.tmp" "$OUT/jaxmb.tgz"; }
+JPY=
+for c in ${JAX_PYTHON:-} /opt/jax/.venv/bin/python /opt/*/.venv/bin/python python3; do
+	[ -x "$c" ] || command -v "$c" >/dev/null 2>&1 || continue
+	"$c" -c "import jax, flax, optax" >/dev/null 2>&1 && { JPY=$c; break; }
+done
+note "jax python: ${JPY:-none}"
+[ -n "$JPY" ] || { pack; exit 1; }
+for spec in ${PLAN:-0.005365:148:172:1 0.014305:424:456:2}; do
+	IFS=: read -r frac first last step <<< "$spec"
+	d=$W/f$frac
+	mkdir -p "$d"
+	note "fraction $frac: batches $first..$last step $step"
+	b=$first
+	while [ "$b" -le "$last" ]; do
+		XLA_PYTHON_CLIENT_MEM_FRACTION=$frac timeout 120 "$JPY" capture/jax/train_jax.py \
+			--alloc prealloc --model resnet --batch "$b" --steps 3 \
+			--json "$d/b$b.json" > "$d/b$b.log" 2>&1 &
+		b=$((b + step))
+		while [ "$(jobs -r | wc -l)" -ge 8 ]; do sleep 0.5; done
+	done
+	wait
+	note "fraction $frac done: $(grep -l '"ok": true' "$d"/*.json 2>/dev/null | wc -l) ok, $(grep -l '"ok": false' "$d"/*.json 2>/dev/null | wc -l) failed"
+	pack
+done
+note "done"
+pack
