@@ -4,6 +4,8 @@
 # device_start OUT: the one argument (else the usage, exit 2); the working
 #   directory the repository root ($root); OUT made, absolute ($OUT);
 #   py=${PYTHON:-python3}; set -u.
+# device_jax_python: $JPY, the first python that imports jax, flax and optax
+#   ($JAX_PYTHON first), or empty.
 # device_devdeps: SQLite's and zlib's headers and libraries from
 #   .devdeps/*.deb (the device has no package manager; carry .devdeps with
 #   the run), for a build there.
@@ -22,4 +24,13 @@ device_devdeps() {
 	export CPATH=/opt/dd/usr/include${CPATH:+:$CPATH}
 	export LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
 	export LD_LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
+device_jax_python() {
+	JPY=
+	local c
+	for c in ${JAX_PYTHON:-} /opt/jax/.venv/bin/python /opt/*/.venv/bin/python python3; do
+		[ -x "$c" ] || command -v "$c" >/dev/null 2>&1 || continue
+		"$c" -c "import jax, flax, optax" >/dev/null 2>&1 && { JPY=$c; return 0; }
+	done
 }

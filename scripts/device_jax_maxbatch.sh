@@ -7,21 +7,13 @@
 # ok=false. Packs after every fraction:
 #   scripts/device_jax_maxbatch.sh OUTDIR      (from the repository root)
 # Environment: PLAN ("FRACTION:FIRST:LAST:STEP ..."), JAX_PYTHON.
-set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root" || exit 1
-mkdir -p "$1" || exit 1
-OUT=$(cd "$1" && pwd)
+. "$(dirname "$0")/device_common.sh"; device_start "$@"
 W=/tmp/jaxmb
 mkdir -p "$W"
 T0=$SECONDS
 note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/phases.txt"; }
 pack() { tar -czf "$OUT/jaxmb.tgz.tmp" -C /tmp jaxmb && mv "$OUT/jaxmb.tgz.tmp" "$OUT/jaxmb.tgz"; }
-JPY=
-for c in ${JAX_PYTHON:-} /opt/jax/.venv/bin/python /opt/*/.venv/bin/python python3; do
-	[ -x "$c" ] || command -v "$c" >/dev/null 2>&1 || continue
-	"$c" -c "import jax, flax, optax" >/dev/null 2>&1 && { JPY=$c; break; }
-done
+device_jax_python
 note "jax python: ${JPY:-none}"
 [ -n "$JPY" ] || { pack; exit 1; }
 for spec in ${PLAN:-0.005365:148:172:1 0.014305:424:456:2}; do

@@ -6,28 +6,18 @@
 #   scripts/device_jax_requests.sh OUTDIR      (from the repository root)
 # Environment: BATCHES (8 12 16 24 32 48 64 96 128 192 256), JAX_PYTHON,
 # SKIP_BUILD=1. Needs .devdeps (carry) to build.
-set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root" || exit 1
-mkdir -p "$1" || exit 1
-OUT=$(cd "$1" && pwd)
+. "$(dirname "$0")/device_common.sh"; device_start "$@"
 W=/tmp/jaxreq
 mkdir -p "$W/A" "$W/logs"
 T0=$SECONDS
 note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/logs/phases.txt"; }
 pack() { tar -czf "$OUT/jaxreq-$1.tgz.tmp" -C "$W" "$1" && mv "$OUT/jaxreq-$1.tgz.tmp" "$OUT/jaxreq-$1.tgz"; }
-JPY=
-for c in ${JAX_PYTHON:-} /opt/jax/.venv/bin/python /opt/*/.venv/bin/python python3; do
-	[ -x "$c" ] || command -v "$c" >/dev/null 2>&1 || continue
-	"$c" -c "import jax, flax, optax" >/dev/null 2>&1 && { JPY=$c; break; }
-done
+device_jax_python
 note "jax python: ${JPY:-none}"
 [ -n "$JPY" ] || { pack logs; exit 1; }
 "$JPY" -c "import jax, jaxlib; print(jax.__version__, jaxlib.__version__, jax.devices())" > "$W/logs/env.txt" 2>&1
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
-	mkdir -p /opt/dd && for f in .devdeps/*.deb; do dpkg -x "$f" /opt/dd; done
-	export CPATH=/opt/dd/usr/include LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu
-	export LD_LIBRARY_PATH=/opt/dd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	device_devdeps
 	make -j16 build/gpumemsim build/libgpumemsim_capture.so > "$W/logs/build.log" 2>&1 ||
 		{ note "build failed"; pack logs; exit 1; }
 fi
