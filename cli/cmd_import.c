@@ -124,6 +124,9 @@ static int import_xla_sizes(const char *capture, const char *log, const char *ou
 		"(%s mapped -> %s requested); %" PRIu64 " not XLA's kept as captured\n", out,
 		rep.resized, rep.device_allocs, size_fmt(rep.bytes_before, b1, sizeof b1),
 		size_fmt(rep.bytes_after, b2, sizeof b2), rep.unpaired_allocs);
+	if (rep.unpaired_lines)
+		fprintf(stderr, "%s: the capture was cut short: %" PRIu64 " of the log's lines name "
+			"allocations after its end\n", out, rep.unpaired_lines);
 	return 0;
 }
 

@@ -376,3 +376,40 @@ Test(xla_sizes, refuses_a_log_that_does_not_fit)
 	unlink(log);
 	unlink(cap);
 }
+
+/* A capture cut short (no trailer): the log's lines past its end are
+ * counted, not refused, and the output stays marked incomplete. */
+Test(xla_sizes, capture_cut_short)
+{
+	char cap[128], log[128], out[160], err[512];
+	struct xla_sizes_report rep;
+	xla_trace(cap, sizeof cap, 1, 0);
+	char *text = th_slurp(cap);
+	cr_assert_not_null(text);
+	char *end = strstr(text, "end 12 0\n");
+	cr_assert_not_null(end);
+	*end = '\0';
+	FILE *f = fopen(cap, "w");
+	cr_assert_not_null(f);
+	cr_assert(fputs(text, f) >= 0);
+	cr_assert_eq(fclose(f), 0);
+	free(text);
+	xla_log(log, sizeof log, LOG_LINE("0x600000", "300", "2097152")
+		LOG_LINE("0xa00000", "8", "2097152"));
+	snprintf(out, sizeof out, "%s.out", cap);
+	cr_assert_eq(xla_sizes_transfer(cap, log, out, &rep, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(rep.resized, 4);
+	cr_assert_eq(rep.unpaired_lines, 1);
+	cr_assert_eq(mem_bytes(out, TREC_ALLOC, 0x600000), 300);
+	struct trace_reader *r = trace_reader_open(out);
+	cr_assert(r && trace_reader_status(r) == 0);
+	struct trace_rec rec;
+	int rc;
+	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK)
+		;
+	cr_assert_eq(trace_reader_trailer(r)->present, 0, "rc %d", rc);
+	trace_reader_close(r);
+	unlink(cap);
+	unlink(log);
+	unlink(out);
+}

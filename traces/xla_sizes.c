@@ -159,7 +159,10 @@ static int pair(struct trace_reader *r, struct log_reqs *L, struct u64map *size,
 		set_err(err, errlen, "%s", trace_reader_error(r));
 		return -1;
 	}
-	if (paired < L->n) {
+	if (paired < L->n && (rc == TRACE_ERR_TRUNCATED || !trace_reader_trailer(r)->present)) {
+		/* a capture cut short: the run logged on after its last record */
+		rep->unpaired_lines = L->n - paired;
+	} else if (paired < L->n) {
 		/* the first line left over names the problem */
 		size_t first = L->n;
 		for (size_t i = 0; i < L->first.cap; i++) {

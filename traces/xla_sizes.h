@@ -34,6 +34,7 @@ struct xla_sizes_report {
 	uint64_t device_allocs;    /* device allocations in the capture */
 	uint64_t resized;          /* paired with a line: size now the requested one */
 	uint64_t unpaired_allocs;  /* device allocations no line names (libraries') */
+	uint64_t unpaired_lines;   /* lines past the end of a capture cut short */
 	uint64_t bytes_before, bytes_after;   /* summed over the resized allocations */
 };
 
@@ -41,7 +42,8 @@ struct xla_sizes_report {
  * Read LOG (plain or gzip) and CAPTURE, write OUT (atomically; gzip when it
  * ends in .gz). REP may be NULL. Refuses (-1 with ERR naming the file and
  * line, OUT untouched) when a log line naming an allocation is malformed,
- * a line pairs with no allocation or with one of another padded size, or
+ * a line pairs with no allocation (unless the capture was cut short: the
+ * lines past its end are counted) or with one of another padded size, or
  * the capture already carries the label. 0 on success.
  */
 int xla_sizes_transfer(const char *capture, const char *log, const char *out,
