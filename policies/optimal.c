@@ -105,7 +105,7 @@ static int op_prepass(void *st, const struct trace_rec *rec)
 	uint64_t v;
 	if (s->planned || (rec->type != TREC_ALLOC && rec->type != TREC_FREE))
 		return 0;
-	if (m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED || m->addr == U64MAP_EMPTY)
+	if (trace_mem_kind_host(m->kind) || m->addr == U64MAP_EMPTY)
 		return 0;   /* host memory: the engine skips it too */
 	if (rec->type == TREC_FREE) {
 		if (!u64map_del(&s->by_addr, m->addr, &v))

@@ -204,11 +204,6 @@ void final_stat(void *ctx, const char *name, int64_t value)
 	s->value = value;
 }
 
-static int is_host_kind(uint32_t kind)
-{
-	return kind == TMEM_PAGEABLE || kind == TMEM_PINNED;
-}
-
 /* Module globals: CUPTI reports them when a module loads. */
 static inline int is_static_kind(uint32_t kind)
 {
@@ -502,7 +497,7 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 {
 	const struct trace_mem *m = &rec->u.mem;
 	uint64_t fv;
-	if (is_host_kind(m->kind)) {
+	if (trace_mem_kind_host(m->kind)) {
 		/* host memory is not the device's business; its free is skipped too */
 		if (m->addr != U64MAP_EMPTY && u64map_put(&e->skip, m->addr, 1) < 0)
 			goto nomem;
@@ -611,7 +606,7 @@ static int on_free(struct engine *e, const struct trace_rec *rec, uint64_t now,
 	 * there), or it was host memory: nothing to return */
 	if (m->addr != U64MAP_EMPTY && e->skip.count && u64map_del(&e->skip, m->addr, NULL))
 		return 0;
-	if (is_host_kind(m->kind))
+	if (trace_mem_kind_host(m->kind))
 		return 0;
 	snprintf(err, errlen, "%s:%" PRIu64 ": free of unknown address 0x%" PRIx64,
 		 e->path, rec->line, m->addr);

@@ -14,7 +14,7 @@
 
 int is_foreign(struct trace_reader *rd, const struct trace_mem *m, struct foreign_rule *fr)
 {
-	if (!fr->sub || m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED)
+	if (!fr->sub || trace_mem_kind_host(m->kind))
 		return 0;
 	if (m->kind == TMEM_DEVICE_STATIC || m->kind == TMEM_MANAGED_STATIC)
 		return 1;

@@ -327,8 +327,7 @@ static int filter_capture(const char *in, const char *out, struct validate_filte
 		}
 		while ((trc = trace_reader_next(r, &rec)) == TRACE_OK) {
 			struct trace_mem *m = &rec.u.mem;
-			int host = rec.type <= TREC_FREE &&
-				   (m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED);
+			int host = rec.type <= TREC_FREE && trace_mem_kind_host(m->kind);
 			if (rec.type == TREC_ALLOC && !host) {
 				if (pass == 0) {
 					if (u64map_put(&live, m->addr, m->id) < 0)
@@ -409,7 +408,7 @@ static int capture_regions(const char *path, uint64_t *n, uint64_t *bytes,
 	u64map_init(&live);
 	while (trace_reader_next(r, &rec) == TRACE_OK) {
 		const struct trace_mem *m = &rec.u.mem;
-		if (rec.type > TREC_FREE || m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED)
+		if (rec.type > TREC_FREE || trace_mem_kind_host(m->kind))
 			continue;
 		if (rec.type == TREC_ALLOC) {
 			u64map_put(&live, m->addr, m->bytes);

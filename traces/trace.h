@@ -51,6 +51,13 @@ enum trace_mem_kind {
 	TMEM_MANAGED_STATIC = 7,
 };
 
+/* Host memory (pageable or pinned): no device allocation, so the replays
+ * leave it to the host. */
+static inline int trace_mem_kind_host(uint32_t kind)
+{
+	return kind == TMEM_PAGEABLE || kind == TMEM_PINNED;
+}
+
 /* Flags on memory events. */
 #define TMEM_F_ASYNC 0x1u    /* stream-ordered (cudaMallocAsync/cudaFreeAsync) */
 #define TMEM_F_POOL 0x2u     /* served from a memory pool */

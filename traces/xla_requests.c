@@ -22,11 +22,6 @@ int xla_requests_label(const struct trace_header *h)
 	return w && a && !strcmp(w, "jax") && !strcmp(a, "platform");
 }
 
-static int is_host(const struct trace_mem *m)
-{
-	return m->kind == TMEM_PAGEABLE || m->kind == TMEM_PINNED;
-}
-
 int xla_requests_scan(struct trace_reader *r, struct xla_requests *x, char *err,
 		      size_t errlen)
 {
@@ -43,7 +38,7 @@ int xla_requests_scan(struct trace_reader *r, struct xla_requests *x, char *err,
 	u64map_init(&odd);
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
 		const struct trace_mem *m = &rec.u.mem;
-		if (rec.type > TREC_FREE || is_host(m))
+		if (rec.type > TREC_FREE || trace_mem_kind_host(m->kind))
 			continue;
 		if (rec.type == TREC_ALLOC) {
 			/* a module global registered again at a live address
@@ -106,7 +101,7 @@ enum xla_req_verdict xla_requests_apply(const struct xla_requests *x, struct tra
 {
 	struct trace_mem *m = &rec->u.mem;
 	uint64_t v;
-	if (rec->type > TREC_FREE || is_host(m))
+	if (rec->type > TREC_FREE || trace_mem_kind_host(m->kind))
 		return XLA_REQ_KEEP;
 	if (rec->type == TREC_ALLOC && x->outside.count && u64map_get(&x->outside, m->id, &v))
 		return XLA_REQ_OUTSIDE;

@@ -111,11 +111,6 @@ out:
 	return ret;
 }
 
-static int is_device(const struct trace_mem *m)
-{
-	return m->kind != TMEM_PAGEABLE && m->kind != TMEM_PINNED;
-}
-
 /* Pass 1: pair the log's lines with the capture's allocations; SIZE maps an
  * allocation id to its requested size. */
 static int pair(struct trace_reader *r, struct log_reqs *L, struct u64map *size,
@@ -130,7 +125,7 @@ static int pair(struct trace_reader *r, struct log_reqs *L, struct u64map *size,
 		if (rec.type != TREC_ALLOC)
 			continue;
 		id++;
-		if (!is_device(m))
+		if (!!trace_mem_kind_host(m->kind))
 			continue;
 		rep->device_allocs++;
 		if (!u64map_get(&L->first, m->addr, &qi) || qi == NONE) {
@@ -209,10 +204,10 @@ static int rewrite(struct trace_reader *r, const struct u64map *size, const char
 				if (u64map_put(&live, m->addr, v) < 0)
 					goto nomem;
 				m->bytes = v;
-			} else if (is_device(m)) {
+			} else if (!trace_mem_kind_host(m->kind)) {
 				u64map_del(&live, m->addr, NULL);   /* not XLA's: keep its size */
 			}
-		} else if (rec.type == TREC_FREE && is_device(m) && u64map_del(&live, m->addr, &v)) {
+		} else if (rec.type == TREC_FREE && !trace_mem_kind_host(m->kind) && u64map_del(&live, m->addr, &v)) {
 			if (m->bytes)
 				m->bytes = v;   /* 0 stays: unknown */
 		}

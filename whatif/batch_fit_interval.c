@@ -387,7 +387,7 @@ static int replay_one(const char *path, const struct alloc_policy *pol, const ch
 static int to_policy(const struct bf_trace *T, size_t s, const char *sub)
 {
 	const struct trace_mem *mm = &T->rec[T->alloc_rec[s]].u.mem;
-	if (mm->kind == TMEM_PAGEABLE || mm->kind == TMEM_PINNED)
+	if (trace_mem_kind_host(mm->kind))
 		return 0;
 	if (!sub)
 		return 1;

@@ -373,7 +373,7 @@ static int read_rest(struct cp *c, struct trace_reader *rd, char *err, size_t er
 			struct cp_alloc a = {.addr = rec.u.mem.addr, .bytes = rec.u.mem.bytes,
 					     .t_alloc = rec.start, .t_free = UINT64_MAX,
 					     .producer = NONE, .last_fwd_k = NONE, .copy = NONE};
-			int dev = rec.u.mem.kind != TMEM_PAGEABLE && rec.u.mem.kind != TMEM_PINNED;
+			int dev = !trace_mem_kind_host(rec.u.mem.kind);
 			a.fwd = dev ? compile_range_at(c->fwd, c->nfwd, rec.start) : NONE;
 			if ((rec.u.mem.addr != U64MAP_EMPTY && u64map_put(&live, rec.u.mem.addr, c->na) < 0) ||
 			    PUSH(c->a, c->na, c->cap_a, a) < 0)

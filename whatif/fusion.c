@@ -475,7 +475,7 @@ static int pass1(struct fz *z, struct trace_reader *rd, char *err, size_t errlen
 			a->first_k = a->last_k = NONE;
 			/* host memory (pageable, pinned) is no device intermediate and
 			 * not device memory: neither counted nor eliminated */
-			a->host = rec.u.mem.kind == TMEM_PAGEABLE || rec.u.mem.kind == TMEM_PINNED;
+			a->host = trace_mem_kind_host(rec.u.mem.kind);
 			/* an address the map cannot key: its free is not found, so keep it */
 			a->exposed = a->host || rec.u.mem.addr == U64MAP_EMPTY;
 			if (!a->host)
