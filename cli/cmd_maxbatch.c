@@ -1,8 +1,8 @@
 /*
  * cmd_maxbatch.c: `gpumemsim maxbatch --from T1 T2 [T3] --policy P --capacity C`:
  * the largest batch size whose simulated peak fits on the device, and why
- * the next one fails: capacity, the allocator's limit, fragmentation (free but split), or memory
- * outside the framework's allocator (by library).
+ * the next one fails: capacity, the allocator's own limit, fragmentation
+ * (free but split), or memory outside the framework's allocator (by library).
  *
  * The options are parsed here, the captures loaded and fitted
  * (whatif/batch_fit.h), the search made by maxbatch_search()

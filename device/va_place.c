@@ -677,12 +677,23 @@ static uint64_t take_plain(struct va_space *v, uint64_t bytes)
 	return a;
 }
 
-static void libraries_settle(struct va_space *v);
+/* After the first allocation once the libraries loaded: their own page,
+ * then the context's 414 MiB free, in its own (old) chunk. */
+static void libraries_settle(struct va_space *v)
+{
+	struct va_chunk *c = &v->ch[v->ctx_chunk];
+	uint64_t a = c->start, len = VA_CONTEXT_LOW;
+	v->ctx = VA_CTX_FREE;
+	(void)take_plain(v, VA_LIBRARY_PAGE);   /* never given back */
+	if (give_in_chunk(v, c, &a, &len) < 0)
+		v->oom = 1;
+	mx_set(v, v->ctx_chunk);
+}
 
 uint64_t va_take(struct va_space *v, uint64_t bytes)
 {
 	uint64_t a = take_plain(v, bytes);
-	if (v->ctx == 2)
+	if (v->ctx == VA_CTX_LOADED)
 		libraries_settle(v);
 	return a;
 }
@@ -721,34 +732,21 @@ int va_add_context(struct va_space *v)
 	if (new_chunk(v, t, VA_CONTEXT_LOW, VA_CONTEXT_LOW, 1) < 0)
 		return -1;
 	v->ctx_chunk = v->nch - 1;
-	v->ctx = 1;
+	v->ctx = VA_CTX_HELD;
 	if (new_chunk(v, t + 480 * MiB, 32 * MiB, 8 * MiB, 1) < 0 ||
-	    new_chunk(v, t + 414 * MiB, 2 * MiB, 0, 1) < 0)
+	    new_chunk(v, t + VA_CONTEXT_LOW, 2 * MiB, 0, 1) < 0)
 		return -1;
 	return 0;
 }
 
 int va_context_release(struct va_space *v)
 {
-	if (v->ctx != 1)
+	if (v->ctx != VA_CTX_HELD)
 		return 0;
-	v->ctx = 2;   /* va_take finishes it */
+	v->ctx = VA_CTX_LOADED;   /* va_take finishes it */
 	if (v->floor - v->up > VA_LIBRARY_SKIP)
 		v->floor -= VA_LIBRARY_SKIP;  /* the libraries' modules */
 	return 0;
-}
-
-/* After the first allocation once the libraries loaded: their own page,
- * then the context's 414 MiB free, in its own (old) chunk. */
-static void libraries_settle(struct va_space *v)
-{
-	struct va_chunk *c = &v->ch[v->ctx_chunk];
-	uint64_t a = c->start, len = VA_CONTEXT_LOW;
-	v->ctx = 0;
-	(void)take_plain(v, VA_LIBRARY_PAGE);   /* never given back */
-	if (give_in_chunk(v, c, &a, &len) < 0)
-		v->oom = 1;
-	mx_set(v, v->ctx_chunk);
 }
 
 int va_give(struct va_space *v, uint64_t addr, uint64_t bytes)

@@ -29,8 +29,9 @@
  * next allocation is placed as usual, then the libraries take a 2 MiB page
  * of their own (VA_LIBRARY_PAGE, by the same rules: mostly in that
  * allocation's chunk, which it keeps alive) and the context frees its
- * 414 MiB, a chunk older than any made since (va_context_release). Reserved ranges (cuMemAddressReserve) share the chunks
- * but new ones come from a separate area growing upward (va_reserve).
+ * 414 MiB, a chunk older than any made since (va_context_release).
+ * Reserved ranges (cuMemAddressReserve) share the chunks but new ones come
+ * from a separate area growing upward (va_reserve).
  * Deterministic; O(log n) per call (a treap of released ranges with the
  * largest range of each subtree, a max-tree over chunks in creation order,
  * inside a chunk a short sorted array or, past 128 ranges, a treap; see
@@ -70,8 +71,11 @@ struct va_space {
 	uint64_t pt_top;   /* the top, rounded up to 2 MiB */
 	struct u64map at;  /* other allocation addresses -> chunk id */
 	int oom;           /* host memory ran out: placement is no longer the model's */
-	int ctx;           /* the context's low 414 MiB: 0 free (or no context),
-			    * 1 held, 2 the libraries loaded: freed after the next take */
+	enum {
+		VA_CTX_FREE,   /* the context's low 414 MiB: free, or no context */
+		VA_CTX_HELD,   /* held by the context */
+		VA_CTX_LOADED, /* the libraries loaded: freed after the next take */
+	} ctx;
 	size_t ctx_chunk;  /* the chunk that holds them; SIZE_MAX: none */
 };
 

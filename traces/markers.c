@@ -456,7 +456,7 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 	int ret = -1, rc;
 	struct trace_strmap sm;
 	struct trace_writer *w = NULL;
-	char werr[512], count[32];
+	char count[32];
 	memset(&sm, 0, sizeof sm);
 	if (trace_reader_rewind(r) < 0) {
 		set_err(err, errlen, "%s", trace_reader_error(r));
@@ -471,11 +471,9 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 	const struct trace_label add[] = {
 		{(char *)MARKERS_LABEL, count}, {(char *)MARKERS_SOURCE_LABEL, (char *)source},
 	};
-	w = trace_xform_open(out, r, add, 2, &sm, werr, sizeof werr);
-	if (!w) {
-		set_err(err, errlen, "%s", werr);
+	w = trace_xform_open(out, r, add, 2, &sm, err, errlen);
+	if (!w)
 		goto out;
-	}
 	struct trace_rec rec;
 	uint64_t ri = 0;
 	size_t next = 0;
@@ -501,11 +499,7 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 	for (; next < npl; next++)
 		if (write_marker(w, c->last_start) < 0)
 			goto werror;
-	if (trace_xform_close(&w, r, werr, sizeof werr) < 0) {
-		set_err(err, errlen, "%s", werr);
-		goto out;
-	}
-	ret = 0;
+	ret = trace_xform_close(&w, r, err, errlen);
 	goto out;
 werror:
 	set_err(err, errlen, "%s: write failed", out);

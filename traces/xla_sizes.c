@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 /* One "Allocated ptr=" line; NEXT chains the lines naming the same address. */
 struct log_req {
 	uint64_t ptr, requested, padded, line, next;
+	int paired;             /* given to an allocation of the capture */
 };
 
 struct log_reqs {
@@ -31,16 +31,6 @@ struct log_reqs {
 	size_t n, cap;
 	struct u64map first;    /* ptr -> the first line not yet paired */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* The unsigned number after KEY in S (BASE 16 or 10); -1 when absent or bad. */
 static int number_after(const char *s, const char *key, int base, uint64_t *out)
@@ -68,25 +58,25 @@ static int read_log(const char *path, struct log_reqs *L, char *err, size_t errl
 	struct text_input *in = buf ? text_input_open(path, err, errlen) : NULL;
 	int rc, ret = -1;
 	if (!buf) {
-		set_err(err, errlen, "%s: out of memory", path);
+		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
 	if (!in)
 		goto out;
 	while ((rc = text_input_line(in, buf, LOG_LINE_MAX, err, errlen)) == 1) {
 		const char *m = strstr(buf, LOG_MARK);
-		struct log_req q = { 0, 0, 0, text_input_lineno(in), NONE };
+		struct log_req q = { 0, 0, 0, text_input_lineno(in), NONE, 0 };
 		if (!m)
 			continue;   /* XLA's other lines, the program's own output */
 		if (number_after(m, LOG_MARK, 16, &q.ptr) < 0 ||
 		    number_after(m, "requested size:", 10, &q.requested) < 0 ||
 		    number_after(m, "padded size:", 10, &q.padded) < 0 || q.padded < q.requested) {
-			set_err(err, errlen, "%s:%" PRIu64 ": an '" LOG_MARK "' line without "
+			snprintf(err, errlen, "%s:%" PRIu64 ": an '" LOG_MARK "' line without "
 				"'requested size: N padded size: M' (M >= N)", path, q.line);
 			goto out;
 		}
 		if (VEC_RESERVE(L->v, L->cap, L->n + 1, 256) < 0) {
-			set_err(err, errlen, "%s: out of memory", path);
+			snprintf(err, errlen, "%s: out of memory", path);
 			goto out;
 		}
 		L->v[L->n++] = q;
@@ -99,7 +89,7 @@ static int read_log(const char *path, struct log_reqs *L, char *err, size_t errl
 		if (u64map_get(&L->first, L->v[i].ptr, &nx))
 			L->v[i].next = nx;
 		if (u64map_put(&L->first, L->v[i].ptr, i) < 0) {
-			set_err(err, errlen, "%s: out of memory", path);
+			snprintf(err, errlen, "%s: out of memory", path);
 			goto out;
 		}
 	}
@@ -117,7 +107,7 @@ static int pair(struct trace_reader *r, struct log_reqs *L, struct u64map *size,
 		struct xla_sizes_report *rep, char *err, size_t errlen)
 {
 	struct trace_rec rec;
-	uint64_t id = 0, paired = 0;
+	uint64_t id = 0;
 	int rc;
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
 		const struct trace_mem *m = &rec.u.mem;
@@ -125,7 +115,7 @@ static int pair(struct trace_reader *r, struct log_reqs *L, struct u64map *size,
 		if (rec.type != TREC_ALLOC)
 			continue;
 		id++;
-		if (!!trace_mem_kind_host(m->kind))
+		if (trace_mem_kind_host(m->kind))
 			continue;
 		rep->device_allocs++;
 		if (!u64map_get(&L->first, m->addr, &qi) || qi == NONE) {
@@ -134,7 +124,7 @@ static int pair(struct trace_reader *r, struct log_reqs *L, struct u64map *size,
 		}
 		struct log_req *q = &L->v[qi];
 		if (q->padded != m->bytes) {
-			set_err(err, errlen, "%s:%" PRIu64 ": the allocation at 0x%" PRIx64 " is %"
+			snprintf(err, errlen, "%s:%" PRIu64 ": the allocation at 0x%" PRIx64 " is %"
 				PRIu64 " B, but the log's line %" PRIu64 " pairing with it says padded "
 				"size %" PRIu64 " (another run's log?)", trace_reader_path(r), rec.line,
 				m->addr, m->bytes, q->line, q->padded);
@@ -142,36 +132,34 @@ static int pair(struct trace_reader *r, struct log_reqs *L, struct u64map *size,
 		}
 		if (u64map_put(size, id - 1, q->requested) < 0 ||
 		    u64map_put(&L->first, m->addr, q->next) < 0) {
-			set_err(err, errlen, "out of memory");
+			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
+		q->paired = 1;
 		rep->resized++;
 		rep->bytes_before += m->bytes;
 		rep->bytes_after += q->requested;
-		paired++;
 	}
 	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		return -1;
 	}
-	if (paired < L->n && (rc == TRACE_ERR_TRUNCATED || !trace_reader_trailer(r)->present)) {
+	if (rep->resized == L->n)
+		return 0;
+	if (rc == TRACE_ERR_TRUNCATED || !trace_reader_trailer(r)->present) {
 		/* a capture cut short: the run logged on after its last record */
-		rep->unpaired_lines = L->n - paired;
-	} else if (paired < L->n) {
-		/* the first line left over names the problem */
-		size_t first = L->n;
-		for (size_t i = 0; i < L->first.cap; i++) {
-			uint64_t k = L->first.keys[i], v = L->first.vals[i];
-			if (k != U64MAP_EMPTY && v != NONE && v < first)
-				first = v;
-		}
-		set_err(err, errlen, "%" PRIu64 " of the log's %zu allocations have no allocation "
-			"at their address in %s (first: line %" PRIu64 ", ptr 0x%" PRIx64 "): not "
-			"the log of this capture's run?", L->n - paired, L->n, trace_reader_path(r),
-			first < L->n ? L->v[first].line : 0, first < L->n ? L->v[first].ptr : 0);
-		return -2;
+		rep->unpaired_lines = L->n - rep->resized;
+		return 0;
 	}
-	return 0;
+	/* the first line left over names the problem */
+	size_t first = 0;
+	while (L->v[first].paired)
+		first++;
+	snprintf(err, errlen, "%" PRIu64 " of the log's %zu allocations have no allocation at "
+		 "their address in %s (first: line %" PRIu64 ", ptr 0x%" PRIx64 "): not the log "
+		 "of this capture's run?", L->n - rep->resized, L->n, trace_reader_path(r),
+		 L->v[first].line, L->v[first].ptr);
+	return -1;
 }
 
 /* Pass 2: the capture again, each paired allocation (and its free) at the
@@ -189,7 +177,7 @@ static int rewrite(struct trace_reader *r, const struct u64map *size, const char
 	u64map_init(&live);
 	memset(&sm, 0, sizeof sm);
 	if (trace_reader_rewind(r) < 0) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
 	snprintf(count, sizeof count, "%" PRIu64, resized);
@@ -207,7 +195,8 @@ static int rewrite(struct trace_reader *r, const struct u64map *size, const char
 			} else if (!trace_mem_kind_host(m->kind)) {
 				u64map_del(&live, m->addr, NULL);   /* not XLA's: keep its size */
 			}
-		} else if (rec.type == TREC_FREE && !trace_mem_kind_host(m->kind) && u64map_del(&live, m->addr, &v)) {
+		} else if (rec.type == TREC_FREE && !trace_mem_kind_host(m->kind) &&
+			   u64map_del(&live, m->addr, &v)) {
 			if (m->bytes)
 				m->bytes = v;   /* 0 stays: unknown */
 		}
@@ -217,16 +206,16 @@ static int rewrite(struct trace_reader *r, const struct u64map *size, const char
 			goto werror;
 	}
 	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
 	ret = trace_xform_close(&w, r, err, errlen);
 	goto out;
 werror:
-	set_err(err, errlen, "%s: write failed", out);
+	snprintf(err, errlen, "%s: write failed", out);
 	goto out;
 nomem:
-	set_err(err, errlen, "out of memory");
+	snprintf(err, errlen, "out of memory");
 out:
 	trace_strmap_free(&sm);
 	if (w)
@@ -252,24 +241,24 @@ int xla_sizes_transfer(const char *capture, const char *log, const char *out,
 		goto out;
 	rep->log_lines = L.n;
 	if (!L.n) {
-		set_err(err, errlen, "%s: no '" LOG_MARK "' lines (run the program with "
+		snprintf(err, errlen, "%s: no '" LOG_MARK "' lines (run the program with "
 			"TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=cuda_device_allocator=3 and "
 			"XLA_PYTHON_CLIENT_ALLOCATOR=platform)", log);
 		goto out;
 	}
 	r = trace_reader_open(capture);
 	if (!r) {
-		set_err(err, errlen, "%s: out of memory", capture);
+		snprintf(err, errlen, "%s: out of memory", capture);
 		goto out;
 	}
 	if (trace_reader_status(r) < 0) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
 	const struct trace_header *h = trace_reader_header(r);
 	for (size_t i = 0; i < h->nlabels; i++)
 		if (!strcmp(h->labels[i].key, XLA_SIZES_LABEL)) {
-			set_err(err, errlen, "%s: already has the label " XLA_SIZES_LABEL " (sizes "
+			snprintf(err, errlen, "%s: already has the label " XLA_SIZES_LABEL " (sizes "
 				"from a log put in before); refusing to do it twice", capture);
 			goto out;
 		}

@@ -143,11 +143,8 @@ int maxbatch_search(const struct bf_model *m, const struct maxbatch_options *opt
 		/* the allocator's own limit when below the usable memory (BFC's
 		 * memory_limit, a memory fraction): what the request had to fit in */
 		uint64_t lim = fail.oom_limit && fail.oom_limit < c.cap ? fail.oom_limit : c.cap;
-		char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[48];
-		if (lim < c.cap)
-			snprintf(b8, sizeof b8, "the allocator's limit of ");
-		else
-			b8[0] = 0;
+		const char *lim_of = lim < c.cap ? "the allocator's limit of " : "";
+		char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
 		if (alloc + req > c.cap && live.foreign && alloc - live.foreign + req <= c.cap) {
 			verdict = "foreign";
 			int n = snprintf(detail, sizeof detail, "memory outside the framework's allocator: "
@@ -166,14 +163,14 @@ int maxbatch_search(const struct bf_model *m, const struct maxbatch_options *opt
 			verdict = lim < c.cap ? "limit" : "capacity";
 			snprintf(detail, sizeof detail, "%s: %s allocated + %s requested > %s%s%s",
 				 verdict, size_fmt(alloc, b1, sizeof b1), size_fmt(req, b2, sizeof b2),
-				 b8, size_fmt(lim, b3, sizeof b3), lim < c.cap ? "" : " usable");
+				 lim_of, size_fmt(lim, b3, sizeof b3), lim < c.cap ? "" : " usable");
 		} else {
 			verdict = "fragmentation";
 			uint64_t freeb = lim > fail.oom_reserved ? lim - fail.oom_reserved : 0;
 			snprintf(detail, sizeof detail, "fragmentation: %s allocated + %s requested fits in "
 				 "%s%s, but the free memory is split (%s reserved, cached free %s, largest "
 				 "free block %s, unreserved %s%s)",
-				 size_fmt(alloc, b1, sizeof b1), size_fmt(req, b2, sizeof b2), b8,
+				 size_fmt(alloc, b1, sizeof b1), size_fmt(req, b2, sizeof b2), lim_of,
 				 size_fmt(lim, b3, sizeof b3),
 				 size_fmt(fail.oom_reserved, b4, sizeof b4),
 				 fail.oom_cached_free >= 0 ? size_fmt((uint64_t)fail.oom_cached_free, b5, sizeof b5) : "?",
