@@ -162,10 +162,10 @@ static int read_all(const char *path, uint64_t *records, uint64_t *text_bytes, d
 {
 	struct trace_rec r;
 	double t0 = now_s();
-	struct trace_reader *rd = trace_reader_open(path);
-	if (!rd || trace_reader_status(rd) < 0) {
-		fprintf(stderr, "bench: %s\n", rd ? trace_reader_error(rd) : "out of memory");
-		trace_reader_close(rd);
+	char err[512];
+	struct trace_reader *rd = trace_reader_start(path, err, sizeof err);
+	if (!rd) {
+		fprintf(stderr, "bench: %s\n", err);
 		return -1;
 	}
 	uint64_t n = 0;

@@ -99,16 +99,10 @@ static void sub_usage(FILE *f, const struct trace_sub *sub)
 /* Open FILE; on failure print the reader's message and return NULL. */
 static struct trace_reader *open_or_report(const char *path)
 {
-	struct trace_reader *r = trace_reader_open(path);
-	if (!r) {
-		fprintf(stderr, "%s: out of memory\n", path);
-		return NULL;
-	}
-	if (trace_reader_status(r) < 0) {
-		fprintf(stderr, "%s\n", trace_reader_error(r));
-		trace_reader_close(r);
-		return NULL;
-	}
+	char err[512];
+	struct trace_reader *r = trace_reader_start(path, err, sizeof err);
+	if (!r)
+		fprintf(stderr, "%s\n", err);
 	return r;
 }
 

@@ -448,15 +448,9 @@ int cost_fit_trace(const char *path, const char *knobs, struct cost_model *m,
 	struct trace_rec rec;
 	int rc, ret = -1;
 	cost_fitter_init(&f);
-	struct trace_reader *rd = trace_reader_open(path);
-	if (!rd) {
-		snprintf(err, errlen, "%s: out of memory", path);
+	struct trace_reader *rd = trace_reader_start(path, err, errlen);
+	if (!rd)
 		goto out;
-	}
-	if (trace_reader_status(rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
-		goto out;
-	}
 	while ((rc = trace_reader_next(rd, &rec)) == TRACE_OK) {
 		const char *name = rec.type == TREC_API ? trace_reader_string(rd, rec.u.api.name) : NULL;
 		if (cost_fitter_add(&f, &rec, name) < 0) {

@@ -205,14 +205,6 @@ static const struct cap_mode_cost cap_modes[] = {
 	 CAP_ACT_RANGE_NS},
 };
 
-static const char *label(const struct trace_header *h, const char *key)
-{
-	for (size_t i = 0; h && i < h->nlabels; i++)
-		if (!strcmp(h->labels[i].key, key))
-			return h->labels[i].value;
-	return NULL;
-}
-
 static int parse_overhead(struct cost_model *m, const char *v, char *err, size_t errlen)
 {
 	const char *cur = v;
@@ -259,7 +251,7 @@ int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
 	m->cap_api_ns = m->cap_cb_ns = m->cap_call_ns = m->cap_mem_ns = m->cap_range_ns = 0;
 	m->cap_own = 0;
 	snprintf(m->cap_mode, sizeof m->cap_mode, "none");
-	const char *mode = label(h, "capture_api");
+	const char *mode = trace_header_label(h, "capture_api");
 	const char *prod = h ? h->producer : NULL;
 	if (prod && !strcmp(prod, "gpumemsim-capture")) {
 		/* captures before the capture_api label was written: callbacks */
@@ -279,10 +271,10 @@ int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
 			}
 	}
 	/* PyTorch's own no-caching path around each device call */
-	const char *wl = label(h, "workload");
+	const char *wl = trace_header_label(h, "workload");
 	m->dev_call_ns = wl && !strcmp(wl, "torch") ? TL_DEV_CALL_NS : 0;
 	m->malloc_c.extra_ns = m->free_c.extra_ns = m->dev_call_ns;
-	const char *ov = label(h, COST_CAPTURE_FIELD);
+	const char *ov = trace_header_label(h, COST_CAPTURE_FIELD);
 	if (ov) {
 		if (parse_overhead(m, ov, err, errlen) < 0)
 			return -1;

@@ -170,15 +170,9 @@ static int export_trace(struct out *o, const char *path, const char *policy, con
 				 .capacity = capacity};
 	if (sim_run(&so, &res, err, errlen) < 0)
 		return -1;
-	struct trace_reader *r = trace_reader_open(path);
-	if (!r) {
-		snprintf(err, errlen, "out of memory");
+	struct trace_reader *r = trace_reader_start(path, err, errlen);
+	if (!r)
 		goto out;
-	}
-	if (trace_reader_status(r) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(r));
-		goto out;
-	}
 	meta_name(o, "process_name", PID_HOST, 0, "host (trace times)");
 	meta_name(o, "thread_name", PID_HOST, 0, "NVTX ranges");
 	meta_name(o, "process_name", PID_GPU, 0, "GPU streams (trace times)");

@@ -929,10 +929,7 @@ static int replay_all(struct engine *e, char *err, size_t errlen)
  * option's) SUBSTR, unless the policy is asked to serve everything. */
 static int foreign_setup(struct engine *e, const struct trace_header *h, char *err, size_t errlen)
 {
-	const char *label = NULL;
-	for (size_t i = 0; h && i < h->nlabels; i++)
-		if (h->labels[i].key && !strcmp(h->labels[i].key, SIM_SOURCE_LABEL))
-			label = h->labels[i].value ? h->labels[i].value : "";
+	const char *label = trace_header_label(h, SIM_SOURCE_LABEL);
 	const char *sub = e->o->allocator_source ? e->o->allocator_source : label;
 	switch (e->o->foreign) {
 	case SIM_FOREIGN_POLICY:
@@ -1018,15 +1015,9 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 			 e.pol->name, e.pol->iversion, POLICY_IFACE_MIN_VERSION, POLICY_IFACE_VERSION);
 		goto out;
 	}
-	e.rd = trace_reader_open(o->trace_path);
-	if (!e.rd) {
-		snprintf(err, errlen, "%s: out of memory", e.path);
+	e.rd = trace_reader_start(o->trace_path, err, errlen);
+	if (!e.rd)
 		goto out;
-	}
-	if (trace_reader_status(e.rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(e.rd));
-		goto out;
-	}
 	const struct trace_header *h = trace_reader_header(e.rd);
 	res->capacity = o->capacity ? o->capacity : (h ? h->total_memory : 0);
 	if (foreign_setup(&e, h, err, errlen) < 0 || xla_setup(&e, h, err, errlen) < 0)

@@ -181,15 +181,9 @@ int sweep_identify_trace(const char *path, struct sweep_trace *t, char *err, siz
 	struct trace_rec rec;
 	int ret = -1, rc;
 	memset(t, 0, sizeof *t);
-	struct trace_reader *rd = trace_reader_open(path);
-	if (!rd) {
-		snprintf(err, errlen, "%s: out of memory", path);
+	struct trace_reader *rd = trace_reader_start(path, err, errlen);
+	if (!rd)
 		return -1;
-	}
-	if (trace_reader_status(rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
-		goto out;
-	}
 	while ((rc = trace_reader_next(rd, &rec)) == TRACE_OK)
 		;
 	if (rc < 0 && rc != TRACE_ERR_TRUNCATED) {

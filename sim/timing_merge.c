@@ -58,11 +58,9 @@ static int step_no(const char *n, uint64_t *k)
 
 static int load(struct side *s, const char *path, char *err, size_t errlen)
 {
-	s->rd = trace_reader_open(path);
-	if (!s->rd || trace_reader_status(s->rd) < 0) {
-		snprintf(err, errlen, "%s", s->rd ? trace_reader_error(s->rd) : "out of memory");
+	s->rd = trace_reader_start(path, err, errlen);
+	if (!s->rd)
 		return -1;
-	}
 	struct trace_rec r;
 	int rc;
 	while ((rc = trace_reader_next(s->rd, &r)) == TRACE_OK) {

@@ -138,18 +138,11 @@ differ: {
 /* The 'g' records of a trace: what the real allocator did. */
 static int read_real_ops(const char *path, struct op_log *l, char *err, size_t errlen)
 {
-	struct trace_reader *r = trace_reader_open(path);
+	struct trace_reader *r = trace_reader_start(path, err, errlen);
 	struct trace_rec rec;
 	int rc;
-	if (!r) {
-		snprintf(err, errlen, "%s: out of memory", path);
+	if (!r)
 		return -1;
-	}
-	if (trace_reader_status(r) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(r));
-		trace_reader_close(r);
-		return -1;
-	}
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK)
 		if (rec.type == TREC_SEGMENT)
 			log_op(l, rec.u.segment.op, rec.u.segment.addr, rec.u.segment.bytes, 0);
@@ -312,11 +305,9 @@ static int filter_capture(const char *in, const char *out, struct validate_filte
 	u64map_init(&drop);
 	memset(fs, 0, sizeof *fs);
 	for (int pass = 0; pass < 2; pass++) {
-		r = trace_reader_open(in);
-		if (!r || trace_reader_status(r) < 0) {
-			snprintf(err, errlen, "%s", r ? trace_reader_error(r) : "out of memory");
+		r = trace_reader_start(in, err, errlen);
+		if (!r)
 			goto cleanup;
-		}
 		if (pass == 1) {
 			w = trace_writer_open(out, TRACE_W_ATOMIC, err, errlen);
 			if (!w || trace_writer_header(w, trace_reader_header(r)) < 0) {

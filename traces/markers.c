@@ -33,7 +33,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,17 +85,6 @@ struct capture_side {
 	int has_label;
 	uint64_t live[MARKERS_MAX_SOURCES];
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ------------------------------------------------------------ alignment */
 
@@ -200,7 +188,7 @@ static struct trace_reader *open_truth(const char *path, char *tmp, size_t tmple
 	tmp[0] = 0;
 	struct trace_reader *r = trace_reader_open(path);
 	if (!r) {
-		set_err(err, errlen, "%s: out of memory", path);
+		snprintf(err, errlen, "%s: out of memory", path);
 		return NULL;
 	}
 	if (trace_reader_status(r) >= 0)
@@ -209,23 +197,17 @@ static struct trace_reader *open_truth(const char *path, char *tmp, size_t tmple
 	snprintf(why, sizeof why, "%s", trace_reader_error(r));
 	trace_reader_close(r);
 	if (tmp_file(tmp, tmplen, "truth") < 0) {
-		set_err(err, errlen, "%s: cannot make a temporary file: %s", tmp, strerror(errno));
+		snprintf(err, errlen, "%s: cannot make a temporary file: %s", tmp, strerror(errno));
 		tmp[0] = 0;
 		return NULL;
 	}
 	char ierr[768];
 	if (import_torch_snapshot(path, tmp, NULL, NULL, ierr, sizeof ierr) < 0) {
-		set_err(err, errlen, "truth %s is neither a gpumemsim trace (%s) nor a torch "
+		snprintf(err, errlen, "truth %s is neither a gpumemsim trace (%s) nor a torch "
 			"snapshot (%s)", path, why, ierr);
 		return NULL;
 	}
-	r = trace_reader_open(tmp);
-	if (!r || trace_reader_status(r) < 0) {
-		set_err(err, errlen, "%s: %s", tmp, r ? trace_reader_error(r) : "out of memory");
-		trace_reader_close(r);
-		return NULL;
-	}
-	return r;
+	return trace_reader_start(tmp, err, errlen);
 }
 
 static int read_truth(struct trace_reader *r, struct truth_side *t, char *err, size_t errlen)
@@ -253,13 +235,13 @@ static int read_truth(struct trace_reader *r, struct truth_side *t, char *err, s
 		}
 	}
 	if (rc < 0) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
 	ret = 0;
 	goto out;
 nomem:
-	set_err(err, errlen, "%s: out of memory", trace_reader_path(r));
+	snprintf(err, errlen, "%s: out of memory", trace_reader_path(r));
 out:
 	u64map_free(&live);
 	return ret;
@@ -310,9 +292,7 @@ static int read_capture(struct trace_reader *r, const char *source, struct captu
 	int rc, ret = -1;
 	u64map_init(&live);
 	const struct trace_header *h = trace_reader_header(r);
-	for (size_t i = 0; i < h->nlabels; i++)
-		if (!strcmp(h->labels[i].key, MARKERS_LABEL))
-			c->has_label = 1;
+	c->has_label = trace_header_label(h, MARKERS_LABEL) != NULL;
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
 		uint64_t ri = c->records++;
 		c->last_start = rec.start;
@@ -364,18 +344,18 @@ static int read_capture(struct trace_reader *r, const char *source, struct captu
 		}
 	}
 	if (rc < 0) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
 	if (!trace_reader_trailer(r)->present) {
-		set_err(err, errlen, "%s: the capture is incomplete (no 'end' line); refusing to "
+		snprintf(err, errlen, "%s: the capture is incomplete (no 'end' line); refusing to "
 			"rewrite it", trace_reader_path(r));
 		goto out;
 	}
 	ret = 0;
 	goto out;
 nomem:
-	set_err(err, errlen, "%s: out of memory", trace_reader_path(r));
+	snprintf(err, errlen, "%s: out of memory", trace_reader_path(r));
 out:
 	u64map_free(&live);
 	return ret;
@@ -459,7 +439,7 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 	char count[32];
 	memset(&sm, 0, sizeof sm);
 	if (trace_reader_rewind(r) < 0) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
 	/* The header as it was, plus a label that says the markers are there
@@ -488,11 +468,11 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 			goto werror;
 	}
 	if (rc < 0) {
-		set_err(err, errlen, "%s", trace_reader_error(r));
+		snprintf(err, errlen, "%s", trace_reader_error(r));
 		goto out;
 	}
 	if (ri != c->records) {
-		set_err(err, errlen, "%s: changed while being read (%" PRIu64 " then %" PRIu64
+		snprintf(err, errlen, "%s: changed while being read (%" PRIu64 " then %" PRIu64
 			" records)", trace_reader_path(r), c->records, ri);
 		goto out;
 	}
@@ -502,10 +482,10 @@ static int write_output(struct trace_reader *r, const char *out, const struct pl
 	ret = trace_xform_close(&w, r, err, errlen);
 	goto out;
 werror:
-	set_err(err, errlen, "%s: write failed", out);
+	snprintf(err, errlen, "%s: write failed", out);
 	goto out;
 nomem:
-	set_err(err, errlen, "out of memory");
+	snprintf(err, errlen, "out of memory");
 out:
 	if (w)
 		trace_writer_abort(w);
@@ -555,7 +535,7 @@ static int place_markers(const struct truth_side *t, const struct capture_side *
 		if (gap > rep->max_marker_gap)
 			rep->max_marker_gap = gap;
 		if (gap > max_gap) {
-			set_err(err, errlen, "truth line %" PRIu64 ": the empty_cache sits in a run of %"
+			snprintf(err, errlen, "truth line %" PRIu64 ": the empty_cache sits in a run of %"
 				PRIu64 " truth allocations without an exact match in the capture "
 				"(truth lines %" PRIu64 "-%" PRIu64 "); the most allowed is %" PRIu64
 				" (--max-gap)", t->mark_line.v[m], gap,
@@ -618,19 +598,13 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 	tr = open_truth(truth, tmp, sizeof tmp, err, errlen);
 	if (!tr || read_truth(tr, &t, err, errlen) < 0)
 		goto out;
-	cr = trace_reader_open(capture);
-	if (!cr) {
-		set_err(err, errlen, "%s: out of memory", capture);
+	cr = trace_reader_start(capture, err, errlen);
+	if (!cr)
 		goto out;
-	}
-	if (trace_reader_status(cr) < 0) {
-		set_err(err, errlen, "%s", trace_reader_error(cr));
-		goto out;
-	}
 	if (read_capture(cr, source, &c, rep, err, errlen) < 0)
 		goto out;
 	if (c.existing_marks || c.has_label) {
-		set_err(err, errlen, "%s:%" PRIu64 ": the capture already has empty_cache markers "
+		snprintf(err, errlen, "%s:%" PRIu64 ": the capture already has empty_cache markers "
 			"(%" PRIu64 " records%s); refusing to add more", capture, c.existing_line,
 			c.existing_marks, c.has_label ? ", label " MARKERS_LABEL : "");
 		goto out;
@@ -642,7 +616,7 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 	rep->truth_allocs = nt;
 	rep->truth_markers = t.mark_n.n;
 	if (!nc || !nt) {
-		set_err(err, errlen, "%s: no allocations to align (%zu framework allocations with "
+		snprintf(err, errlen, "%s: no allocations to align (%zu framework allocations with "
 			"source '%s' in the capture, %zu in the truth)", nc ? truth : capture,
 			nc, source, nt);
 		goto out;
@@ -653,7 +627,7 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 	double need = min_match * (double)big;
 	double dmax = (double)(nc + nt) - 2.0 * need;
 	if (dmax < 0) {
-		set_err(err, errlen, "poor alignment: %zu framework allocations in %s (source '%s') "
+		snprintf(err, errlen, "poor alignment: %zu framework allocations in %s (source '%s') "
 			"against %zu in %s: at most %.1f%% can match, at least %.0f%% needed (the "
 			"wrong truth file?)", nc, capture, source, nt, truth,
 			100.0 * (double)(nc < nt ? nc : nt) / (double)big, min_match * 100.0);
@@ -667,7 +641,7 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 	tmap = malloc(nt * sizeof *tmap);
 	texact = calloc(nt, 1);
 	if (!cmap || !cexact || !tmap || !texact) {
-		set_err(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	int64_t d = markers_align(c.size.v, nc, t.size.v, nt, bound, cmap, cexact);
@@ -675,7 +649,7 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 		size_t i = 0;
 		while (i < nc && i < nt && c.size.v[i] == t.size.v[i])
 			i++;
-		set_err(err, errlen, "poor alignment: more than %" PRIu64 " edits between the %zu "
+		snprintf(err, errlen, "poor alignment: more than %" PRIu64 " edits between the %zu "
 			"capture and %zu truth allocations (at least %.0f%% must match); the "
 			"streams part at allocation %zu: %s:%" PRIu64 " (%" PRIu64 " bytes) vs %s:%"
 			PRIu64 " (%" PRIu64 " bytes)", bound, nc, nt, min_match * 100.0, i,
@@ -703,7 +677,7 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 	if (rep->match_ratio < min_match) {
 		char where[512];
 		worst_run(&t, &c, tmap, texact, where, sizeof where);
-		set_err(err, errlen, "poor alignment: %" PRIu64 " of %zu allocations match exactly "
+		snprintf(err, errlen, "poor alignment: %" PRIu64 " of %zu allocations match exactly "
 			"(%.1f%%, at least %.0f%% needed); worst: %s", rep->matched, big,
 			rep->match_ratio * 100.0, min_match * 100.0, where);
 		goto out;
@@ -711,7 +685,7 @@ int markers_transfer(const char *capture, const char *truth, const char *out,
 
 	pl = malloc((t.mark_n.n ? t.mark_n.n : 1) * sizeof *pl);
 	if (!pl) {
-		set_err(err, errlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	if (place_markers(&t, &c, cmap, tmap, texact, max_gap, pl, rep, err, errlen) < 0)

@@ -223,6 +223,9 @@ struct trace_reader;
  * trace_header_free frees such a copy (and zeroes it). */
 int trace_header_copy(struct trace_header *dst, const struct trace_header *src);
 void trace_header_free(struct trace_header *h);
+/* The value of label KEY, or NULL when H (may be NULL) has none; of a key
+ * given twice, the later value (as a later --label overrides). */
+const char *trace_header_label(const struct trace_header *h, const char *key);
 /* Labels LABELS[0..N) (room for CAP) with EXTRA[0..NEXTRA) laid over them:
  * an extra label replaces the one of the same key, or is appended while
  * there is room (the importers' --label over a file's own metadata).
@@ -231,6 +234,10 @@ size_t trace_labels_override(struct trace_label *labels, size_t n, size_t cap,
 			     const struct trace_label *extra, size_t nextra);
 
 struct trace_reader *trace_reader_open(const char *path);
+/* trace_reader_open that also checks the header: a reader ready for
+ * trace_reader_next, or NULL with the reason (naming PATH) in ERR and
+ * nothing left open. Most readers want this one. */
+struct trace_reader *trace_reader_start(const char *path, char *err, size_t errlen);
 int trace_reader_status(const struct trace_reader *r);
 const char *trace_reader_error(const struct trace_reader *r);
 const struct trace_header *trace_reader_header(const struct trace_reader *r);

@@ -61,6 +61,15 @@ void trace_header_free(struct trace_header *h)
 	memset(h, 0, sizeof *h);
 }
 
+const char *trace_header_label(const struct trace_header *h, const char *key)
+{
+	const char *v = NULL;
+	for (size_t i = 0; h && i < h->nlabels; i++)
+		if (h->labels[i].key && !strcmp(h->labels[i].key, key))
+			v = h->labels[i].value ? h->labels[i].value : "";
+	return v;
+}
+
 size_t trace_labels_override(struct trace_label *labels, size_t n, size_t cap,
 			     const struct trace_label *extra, size_t nextra)
 {

@@ -901,6 +901,21 @@ struct trace_reader *trace_reader_open(const char *path)
 	return r;
 }
 
+struct trace_reader *trace_reader_start(const char *path, char *err, size_t errlen)
+{
+	struct trace_reader *r = trace_reader_open(path);
+	if (!r) {
+		snprintf(err, errlen, "%s: out of memory", path ? path : "(null)");
+		return NULL;
+	}
+	if (trace_reader_status(r) < 0) {
+		snprintf(err, errlen, "%s", trace_reader_error(r));
+		trace_reader_close(r);
+		return NULL;
+	}
+	return r;
+}
+
 /* 0 when the open and header succeeded, else the negative error. */
 int trace_reader_status(const struct trace_reader *r)
 {

@@ -76,16 +76,9 @@ void trace_stats_free(struct trace_stats_result *out)
 int trace_stats(const char *path, struct trace_stats_result *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
-	struct trace_reader *r = trace_reader_open(path);
-	if (!r) {
-		snprintf(err, errlen, "%s: out of memory", path);
+	struct trace_reader *r = trace_reader_start(path, err, errlen);
+	if (!r)
 		return -1;
-	}
-	if (trace_reader_status(r) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(r));
-		trace_reader_close(r);
-		return -1;
-	}
 	struct trace_stats_result *s = out;
 	struct u64map live, graphs;
 	u64map_init(&live);

@@ -7,18 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *label(const struct trace_header *h, const char *key)
-{
-	const char *v = NULL;
-	for (size_t i = 0; h && i < h->nlabels; i++)
-		if (h->labels[i].key && !strcmp(h->labels[i].key, key))
-			v = h->labels[i].value ? h->labels[i].value : "";
-	return v;
-}
-
 int xla_requests_label(const struct trace_header *h)
 {
-	const char *w = label(h, "workload"), *a = label(h, "alloc");
+	const char *w = trace_header_label(h, "workload"), *a = trace_header_label(h, "alloc");
 	return w && a && !strcmp(w, "jax") && !strcmp(a, "platform");
 }
 

@@ -246,21 +246,14 @@ int xla_sizes_transfer(const char *capture, const char *log, const char *out,
 			"XLA_PYTHON_CLIENT_ALLOCATOR=platform)", log);
 		goto out;
 	}
-	r = trace_reader_open(capture);
-	if (!r) {
-		snprintf(err, errlen, "%s: out of memory", capture);
+	r = trace_reader_start(capture, err, errlen);
+	if (!r)
 		goto out;
-	}
-	if (trace_reader_status(r) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(r));
-		goto out;
-	}
 	const struct trace_header *h = trace_reader_header(r);
-	for (size_t i = 0; i < h->nlabels; i++)
-		if (!strcmp(h->labels[i].key, XLA_SIZES_LABEL)) {
-			snprintf(err, errlen, "%s: already has the label " XLA_SIZES_LABEL " (sizes "
-				"from a log put in before); refusing to do it twice", capture);
-			goto out;
+	if (trace_header_label(h, XLA_SIZES_LABEL)) {
+		snprintf(err, errlen, "%s: already has the label " XLA_SIZES_LABEL " (sizes "
+			"from a log put in before); refusing to do it twice", capture);
+		goto out;
 		}
 	if (pair(r, &L, &size, rep, err, errlen) < 0)
 		goto out;

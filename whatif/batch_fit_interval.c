@@ -455,10 +455,7 @@ static int bound_walk(const struct bf_model *m, uint64_t batch, struct bound_wal
 	bw->drop = calloc(na, 1);
 	if (!lo || !hi || !sz || !live || !pol || !pool || !intruded || !open || !bw->drop)
 		goto out;
-	const char *sub = NULL;
-	for (size_t i = 0; i < T->hdr.nlabels; i++)
-		if (T->hdr.labels[i].key && !strcmp(T->hdr.labels[i].key, SIM_SOURCE_LABEL))
-			sub = T->hdr.labels[i].value ? T->hdr.labels[i].value : "";
+	const char *sub = trace_header_label(&T->hdr, SIM_SOURCE_LABEL);
 	for (size_t s = 0; s < T->nalloc; s++) {
 		pol[s] = (uint8_t)to_policy(T, s, sub);
 		int b = bf_template_site_bounds(m, kt, s, batch, sz, &lo[s], &hi[s], NULL);

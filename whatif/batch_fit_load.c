@@ -296,15 +296,9 @@ int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
-	r = trace_reader_open(path);
-	if (!r) {
-		snprintf(err, errlen, "%s: out of memory", path);
+	r = trace_reader_start(path, err, errlen);
+	if (!r)
 		goto out;
-	}
-	if (trace_reader_status(r) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(r));
-		goto out;
-	}
 	if (trace_header_copy(&t->hdr, trace_reader_header(r)) < 0) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		goto out;
@@ -396,8 +390,5 @@ const char *bf_path(const struct bf_trace *t)
 /* A label's value, or NULL. */
 const char *bf_label(const struct bf_trace *t, const char *key)
 {
-	for (size_t i = 0; i < t->hdr.nlabels; i++)
-		if (!strcmp(t->hdr.labels[i].key, key))
-			return t->hdr.labels[i].value;
-	return NULL;
+	return trace_header_label(&t->hdr, key);
 }

@@ -855,28 +855,21 @@ int compile_partition(const char *in, const char *out, struct compile_partition 
 		      char *err, size_t errlen)
 {
 	struct cp c;
-	struct trace_reader *rd = trace_reader_open(in);
+	struct trace_reader *rd;
 	int ret = -1;
 
 	memset(&c, 0, sizeof c);
 	memset(p, 0, sizeof *p);
-	if (!rd) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (trace_reader_status(rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
+	if (!(rd = trace_reader_start(in, err, errlen)))
 		goto out;
-	}
 	if (read_ranges(&c, rd, err, errlen) < 0 || read_rest(&c, rd, err, errlen) < 0)
 		goto out;
 	if (compile_refuse_cut_short(rd, in, err, errlen) < 0)
 		goto out;
 	decide(&c, p);
 	const struct trace_header *h = trace_reader_header(rd);
-	for (size_t i = 0; i < h->nlabels; i++)
-		if (!strcmp(h->labels[i].key, "workload") && !strcmp(h->labels[i].value, "torch"))
-			p->torch = 1;
+	const char *workload = trace_header_label(h, "workload");
+	p->torch = workload && !strcmp(workload, "torch");
 	if (out) {
 		if (trace_reader_rewind(rd) < 0) {
 			snprintf(err, errlen, "%s", trace_reader_error(rd));

@@ -196,7 +196,7 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 	struct gk *ks = NULL;        /* every kernel */
 	size_t nks = 0, cap_ks = 0;
 	uint64_t *dur = NULL;        /* each kernel's modelled duration */
-	struct trace_reader *rd = trace_reader_open(path);
+	struct trace_reader *rd;
 	struct trace_launches corr;
 	struct trace_rec rec;
 	uint64_t gpu = 0, launches = 0, layout = 0, floor_ns = UINT64_MAX, host = 0;
@@ -208,14 +208,8 @@ int compile_gpu_time(const char *path, const char *steady, double bandwidth, int
 	memset(&c, 0, sizeof c);
 	memset(g, 0, sizeof *g);
 	trace_launches_init(&corr);
-	if (!rd) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (trace_reader_status(rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
+	if (!(rd = trace_reader_start(path, err, errlen)))
 		goto out;
-	}
 	if ((ret = ct_ranges(&c, rd, steady, err, errlen)) < 0)
 		goto out;
 	ret = -1;

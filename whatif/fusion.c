@@ -1016,13 +1016,9 @@ int fusion_apply(const char *in, const char *out, const struct fusion_rules *rs,
 		snprintf(err, errlen, "fusion: between 1 and %d rules needed", FUSION_MAX_RULES);
 		return -1;
 	}
-	rd = trace_reader_open(in);
+	rd = trace_reader_start(in, err, errlen);
 	if (!rd)
-		goto nomem;
-	if (trace_reader_status(rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
 		goto out;
-	}
 	z.peak_range = opt->peak_range;
 	if (pass1(&z, rd, err, errlen) < 0)
 		goto out;

@@ -221,21 +221,15 @@ int zero_grad_first(const char *in, const char *out, struct zero_grad_report *r,
 		    size_t errlen)
 {
 	struct zg z;
-	struct trace_reader *rd = trace_reader_open(in);
+	struct trace_reader *rd;
 	int ret = -1;
 
 	memset(&z, 0, sizeof z);
 	memset(r, 0, sizeof *r);
 	if (errlen)
 		err[0] = 0;
-	if (!rd) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (trace_reader_status(rd) < 0) {
-		snprintf(err, errlen, "%s", trace_reader_error(rd));
+	if (!(rd = trace_reader_start(in, err, errlen)))
 		goto out;
-	}
 	if (zg_ranges(&z, rd, err, errlen) < 0 || compile_refuse_cut_short(rd, in, err, errlen) < 0)
 		goto out;
 	if (trace_reader_rewind(rd) < 0 || zg_launches(&z, rd, err, errlen) < 0 ||

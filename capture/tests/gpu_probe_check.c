@@ -102,10 +102,10 @@ static int gpu_probe_check(const char *trace, const char *expect)
 	}
 	fclose(f);
 
-	struct trace_reader *r = trace_reader_open(trace);
-	if (!r || trace_reader_status(r) < 0) {
-		fprintf(stderr, "%s\n", r ? trace_reader_error(r) : "out of memory");
-		trace_reader_close(r);
+	char err[512];
+	struct trace_reader *r = trace_reader_start(trace, err, sizeof err);
+	if (!r) {
+		fprintf(stderr, "%s\n", err);
 		return -1;
 	}
 	const struct trace_header *h = trace_reader_header(r);
@@ -117,10 +117,8 @@ static int gpu_probe_check(const char *trace, const char *expect)
 	CHECK(h->compute_capability && strcmp(h->compute_capability, "0.0"), "compute capability");
 	CHECK(h->total_memory > 0, "total memory");
 	CHECK(h->command && strstr(h->command, "gpu_probe"), "command line");
-	int label = 0;
-	for (size_t i = 0; i < h->nlabels; i++)
-		label |= !strcmp(h->labels[i].key, "test") && !strcmp(h->labels[i].value, "probe");
-	CHECK(label, "label test=probe");
+	const char *test = trace_header_label(h, "test");
+	CHECK(test && !strcmp(test, "probe"), "label test=probe");
 
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
 		n_rec[rec.type]++;
