@@ -4,7 +4,8 @@
 # docs/policies.md "Synthetic addresses"). Builds the probe with nvcc, runs
 # each sequence in a fresh process and writes OUTDIR/va_probe.tsv (one row per
 # call: seq step op size addr delta_mib align_log2) and OUTDIR/va_probe.env
-# (driver, GPU, nvcc). Takes a few seconds. Each REPLAY file
+# (driver, GPU, nvcc). Takes a few seconds. SEQS: the sequences to run
+# (default all). Each REPLAY file
 # (scripts/va_replay.py: a recorded run's segment calls) is replayed too, in
 # its own process, after the sequences.
 #   sh capture/va_probe.sh OUTDIR [REPLAY...]
@@ -24,7 +25,7 @@ printf 'seq\tstep\top\tsize\taddr\tdelta_mib\talign_log2\n' >"$tsv"
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu /'
 	"$nvcc" --version | tail -1 | sed 's/^/nvcc /'
 } >"$out/va_probe.env"
-for s in sizes interleave bottom smallbig reuse churn vmm; do
+for s in ${SEQS:-sizes interleave bottom smallbig reuse churn vmm lmem heap_a heap_f heap_m}; do
 	rc=0
 	timeout 30 "$out/va_probe" "$s" "$tsv" || rc=$?
 	[ "$rc" -eq 77 ] && { echo "va_probe: no GPU" >&2; exit 77; }

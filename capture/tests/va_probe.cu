@@ -24,6 +24,18 @@
  *              freed range; best fit or first fit
  *   churn      a fixed pseudo-random mix (seeded) of allocs and frees of
  *              2..300 MiB, 400 steps: the model is checked on this
+ *   lmem       20 + 2 MiB, then kernels needing more and more local memory
+ *              per thread (64 B .. 16 KiB; a row "lmem" names each), a 2 MiB
+ *              malloc after each: does the driver grow the local-memory
+ *              pool in the same address space, leaving holes between
+ *              segments (the holes of PyTorch runs no cudaMalloc explains)
+ *   heap_a, heap_f, heap_m
+ *              20 + 2 MiB, then the first launch of a plain kernel and of
+ *              kernels that may call assert (a), printf (f) or malloc (m),
+ *              in three orders (the letter first), a 2 MiB malloc after
+ *              each launch (a row "launch" names the kernel): what the
+ *              driver sets aside for the device-side printf buffer and
+ *              malloc heap, and when
  *   vmm        cuMemAddressReserve of 2 MiB .. 1 GiB (with and without an
  *              alignment), cuMemCreate + cuMemMap of 2 MiB granules, mixed
  *              with cudaMalloc: one address space or two
@@ -38,6 +50,7 @@
  * Exit 77 when there is no GPU. A run on an H200 (driver 580) ships in
  * traces/va_probe/; docs/policies.md reads the model off it.
  */
+#include <assert.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -173,6 +186,107 @@ static void seq_churn(void)
 	}
 	for (int k = 0; k < 64; k++)
 		f(addr[k], size[k]);
+}
+
+/* A kernel whose threads each use N bytes of local memory (a volatile
+ * array indexed at run time cannot live in registers). */
+template <int N> __global__ void lmem_kernel(int *o, int i)
+{
+	volatile char a[N];
+	for (int j = 0; j < N; j += 32)
+		a[j] = (char)(j + i);
+	if (i < 0)
+		o[threadIdx.x] = a[(i * 32) % N];
+}
+
+template <int N> static void lmem_step(int *o)
+{
+	/* enough blocks to fill every SM */
+	lmem_kernel<N><<<132 * 16, 128>>>(o, 1);
+	cudaError_t e = cudaDeviceSynchronize();
+	if (e != cudaSuccess)
+		fprintf(stderr, "va_probe %s: lmem %d: %s\n", seq, N, cudaGetErrorString(e));
+	size_t lim = 0;
+	cudaDeviceGetLimit(&lim, cudaLimitStackSize);
+	row("lmem", N, 0);
+	row("stack_limit", lim, 0);
+	(void)m(2 * MiB);
+}
+
+__global__ void k_plain(int *o, int i)
+{
+	if (i < 0)
+		o[0] = i;
+}
+
+__global__ void k_assert(int *o, int i)
+{
+	assert(i >= 0 && o);
+}
+
+__global__ void k_printf(int *o, int i)
+{
+	if (i < 0)
+		printf("va_probe %d\n", o[0]);
+}
+
+__global__ void k_malloc(int *o, int i)
+{
+	if (i < 0) {
+		int *p = (int *)malloc(16);
+		o[0] = p ? p[0] : 0;
+		free(p);
+	}
+}
+
+static void launch(const char *name, int *o)
+{
+	if (!strcmp(name, "plain"))
+		k_plain<<<1, 32>>>(o, 1);
+	else if (!strcmp(name, "assert"))
+		k_assert<<<1, 32>>>(o, 1);
+	else if (!strcmp(name, "printf"))
+		k_printf<<<1, 32>>>(o, 1);
+	else
+		k_malloc<<<1, 32>>>(o, 1);
+	cudaError_t e = cudaDeviceSynchronize();
+	if (e != cudaSuccess)
+		fprintf(stderr, "va_probe %s: %s: %s\n", seq, name, cudaGetErrorString(e));
+	size_t heap = 0, fifo = 0;
+	cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize);
+	cudaDeviceGetLimit(&fifo, cudaLimitPrintfFifoSize);
+	fprintf(out, "%s\t%d\tlaunch:%s:heap=%zu:fifo=%zu\t0\t0x0\t0.0\t-1\n", seq, step++,
+		name, heap, fifo);
+	(void)m(2 * MiB);
+}
+
+static void seq_heap(const char *order)
+{
+	int *o = NULL;
+	(void)m(20 * MiB);
+	(void)m(2 * MiB);
+	cudaMalloc(&o, 4096); /* sub-2 MiB: the probe's own, not a row */
+	for (const char *c = order; *c; c++)
+		launch(*c == 'p' ? "plain" : *c == 'a' ? "assert" : *c == 'f' ? "printf" : "malloc", o);
+	(void)m(20 * MiB);
+}
+
+static void seq_lmem(void)
+{
+	int *o = NULL;
+	(void)m(20 * MiB);
+	(void)m(2 * MiB);
+	cudaMalloc(&o, 4096); /* sub-2 MiB: the probe's own, not a row */
+	lmem_step<64>(o);
+	lmem_step<512>(o);
+	lmem_step<1024>(o);
+	lmem_step<2048>(o);
+	lmem_step<512>(o);
+	lmem_step<4096>(o);
+	lmem_step<8192>(o);
+	lmem_step<16384>(o);
+	lmem_step<1024>(o);
+	(void)m(20 * MiB);
 }
 
 static int vmm_map(uint64_t size, uint64_t align)
@@ -327,6 +441,14 @@ int main(int argc, char **argv)
 		seq_churn();
 	else if (!strcmp(seq, "vmm"))
 		seq_vmm();
+	else if (!strcmp(seq, "lmem"))
+		seq_lmem();
+	else if (!strcmp(seq, "heap_a"))
+		seq_heap("pppafm");
+	else if (!strcmp(seq, "heap_f"))
+		seq_heap("pppfam");
+	else if (!strcmp(seq, "heap_m"))
+		seq_heap("pppmaf");
 	else if (!strncmp(seq, "replay:", 7)) {
 		const char *file = seq + 7, *slash = strrchr(file, '/');
 		seq = slash ? slash + 1 : file;

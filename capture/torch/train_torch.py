@@ -195,6 +195,24 @@ def run_capture(args):
     return 1 if oom else 0
 
 
+def set_stack_limit(nbytes):
+    """cudaDeviceSetLimit(cudaLimitStackSize) through the CUDA runtime torch
+    loaded (no tensor is made: the allocator's record starts empty)."""
+    import ctypes
+    path = next((line.split()[-1] for line in open("/proc/self/maps")
+                 if "libcudart.so" in line), None)
+    if path is None:
+        sys.exit("train_torch: --stack-limit: no libcudart in this process")
+    rt = ctypes.CDLL(path)
+    rc = rt.cudaDeviceSetLimit(ctypes.c_int(0), ctypes.c_size_t(nbytes))
+    got = ctypes.c_size_t(0)
+    rt.cudaDeviceGetLimit(ctypes.byref(got), ctypes.c_int(0))
+    print("train_torch: stack limit %d bytes (cudaDeviceSetLimit returned %d)"
+          % (got.value, rc), file=sys.stderr)
+    if rc != 0:
+        sys.exit("train_torch: --stack-limit %d failed (%d)" % (nbytes, rc))
+
+
 def run_truth(args):
     if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"):
         print("train_torch: truth mode needs the caching allocator: unset "
@@ -202,6 +220,8 @@ def run_truth(args):
         return 2
     conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
     torch.cuda.init()
+    if args.stack_limit:
+        set_stack_limit(args.stack_limit)
     if args.fraction < 1.0:
         torch.cuda.set_per_process_memory_fraction(args.fraction)
     # Record from an empty allocator, before the model exists.
@@ -338,6 +358,10 @@ def main():
     p.add_argument("--json", help="capture: where to write step times")
     p.add_argument("--capture-json", help="truth: capture json to fold in")
     p.add_argument("--outdir", default=".", help="truth: output folder")
+    p.add_argument("--stack-limit", type=int, default=0,
+                   help="truth: cudaDeviceSetLimit(cudaLimitStackSize, BYTES) "
+                   "before recording: the driver reserves local memory for it at "
+                   "once instead of growing it at launches (docs/policies.md)")
     p.add_argument("--out", help="profile: the Chrome trace to write; snapshot: the pickle")
     p.add_argument("--no-history", action="store_true",
                    help="snapshot: do not record the allocation history")
