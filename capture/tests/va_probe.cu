@@ -47,6 +47,9 @@
  *              cuBLAS there and makes a handle of each (dlopen of
  *              $VA_PROBE_CUDNN and $VA_PROBE_CUBLAS; a row "load" says
  *              which did), as a PyTorch run does at its first convolution
+ * With VA_PROBE_MAPS=FILE set, /proc/self/maps is appended to FILE after
+ * every row whenever it changed ("S seq step" and the maps' lines): where
+ * the driver's reservations lie and when they are unmapped.
  * Exit 77 when there is no GPU. A run on an H200 (driver 580) ships in
  * traces/va_probe/; docs/policies.md reads the model off it.
  */
@@ -66,6 +69,48 @@ static uint64_t first;
 
 #define MiB (1ull << 20)
 
+/* /proc/self/maps after a row, when it changed (VA_PROBE_MAPS). */
+static void maps_dump(void)
+{
+	static char *prev;
+	static size_t prevlen;
+	const char *path = getenv("VA_PROBE_MAPS");
+	if (!path)
+		return;
+	FILE *in = fopen("/proc/self/maps", "r");
+	if (!in)
+		return;
+	size_t cap = 1 << 16, len = 0, n;
+	char *buf = (char *)malloc(cap);
+	while (buf && (n = fread(buf + len, 1, cap - len, in)) > 0) {
+		len += n;
+		if (len == cap) {
+			char *b = (char *)realloc(buf, cap *= 2);
+			if (!b) {
+				free(buf);
+				buf = NULL;
+			}
+			buf = b;
+		}
+	}
+	fclose(in);
+	if (!buf)
+		return;
+	if (prev && prevlen == len && !memcmp(prev, buf, len)) {
+		free(buf);
+		return;
+	}
+	FILE *o = fopen(path, "a");
+	if (o) {
+		fprintf(o, "S %s %d\n", seq, step - 1);
+		fwrite(buf, 1, len, o);
+		fclose(o);
+	}
+	free(prev);
+	prev = buf;
+	prevlen = len;
+}
+
 static void row(const char *op, uint64_t size, uint64_t addr)
 {
 	if (!first && addr)
@@ -76,6 +121,7 @@ static void row(const char *op, uint64_t size, uint64_t addr)
 	fprintf(out, "%s\t%d\t%s\t%llu\t0x%llx\t%.1f\t%d\n", seq, step++, op, (unsigned long long)size,
 		(unsigned long long)addr,
 		((double)(int64_t)(addr - first)) / (double)MiB, addr ? al : -1);
+	maps_dump();
 }
 
 static uint64_t m(uint64_t size)

@@ -195,6 +195,44 @@ def run_capture(args):
     return 1 if oom else 0
 
 
+class MapsWatch:
+    """Polls /proc/self/maps from a thread and keeps every change with its
+    time in the allocator trace's clock (microseconds since the epoch):
+    where the process's other mappings (libraries, thread stacks, the
+    driver's own ranges) sit among the segments, and when they came."""
+
+    def __init__(self):
+        import threading
+        self.events = []
+        self.prev = set()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.poll()
+        self.thread.start()
+
+    def poll(self):
+        with open("/proc/self/maps") as f:
+            now = set(f.read().splitlines())
+        if now != self.prev:
+            self.events.append((time.time_ns() // 1000, sorted(now - self.prev),
+                                sorted(self.prev - now)))
+            self.prev = now
+
+    def run(self):
+        while not self.done.wait(0.0005):
+            self.poll()
+
+    def stop(self, path):
+        self.done.set()
+        self.thread.join()
+        self.poll()
+        with gzip.open(path, "wt") as f:
+            for t, added, gone in self.events:
+                f.write("T %d\n" % t)
+                f.writelines("+ %s\n" % line for line in added)
+                f.writelines("- %s\n" % line for line in gone)
+
+
 def set_stack_limit(nbytes):
     """cudaDeviceSetLimit(cudaLimitStackSize) through the CUDA runtime torch
     loaded (no tensor is made: the allocator's record starts empty)."""
@@ -230,7 +268,10 @@ def run_truth(args):
                                                  stacks="python", max_entries=2_000_000)
     except TypeError:
         torch.cuda.memory._record_memory_history(max_entries=2_000_000)
+    watch = MapsWatch() if args.maps else None
     step_s, oom = train(args, nvtx=False)
+    if watch:
+        watch.stop(args.maps)
     snap = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
     traces = snap.get("device_traces", [[]])
@@ -358,6 +399,9 @@ def main():
     p.add_argument("--json", help="capture: where to write step times")
     p.add_argument("--capture-json", help="truth: capture json to fold in")
     p.add_argument("--outdir", default=".", help="truth: output folder")
+    p.add_argument("--maps", help="truth: write every change of /proc/self/maps "
+                   "while recording (a thread polls it) to this .gz: lines "
+                   "'T time_us', then '+ LINE' / '- LINE' (docs/policies.md)")
     p.add_argument("--stack-limit", type=int, default=0,
                    help="truth: cudaDeviceSetLimit(cudaLimitStackSize, BYTES) "
                    "before recording: the driver reserves local memory for it at "
