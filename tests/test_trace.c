@@ -890,3 +890,39 @@ Test(trace, kernel_links_outside_the_record)
 	cr_assert_lt(trace_writer_record(w, &r), 0, "a link count without links");
 	trace_writer_abort(w);
 }
+
+/* trace_reader_start: a reader past a good header, or NULL with the reason
+ * naming the file (and nothing left open: the sanitizer build checks). */
+Test(trace, start_checks_the_header)
+{
+	char err[512] = "";
+	struct trace_reader *r = trace_reader_start("tests/data/good/example.trace", err,
+						     sizeof err);
+	struct trace_rec rec;
+	cr_assert_not_null(r, "%s", err);
+	cr_assert_eq(trace_reader_next(r, &rec), TRACE_OK, "%s", trace_reader_error(r));
+	trace_reader_close(r);
+
+	r = trace_reader_start("tests/data/bad/does-not-exist.trace", err, sizeof err);
+	cr_assert_null(r);
+	cr_assert(strstr(err, "tests/data/bad/does-not-exist.trace: cannot open"), "%s", err);
+
+	r = trace_reader_start("tests/data/bad/bad_version.trace", err, sizeof err);
+	cr_assert_null(r);
+	cr_assert(strstr(err, "tests/data/bad/bad_version.trace:1: ") &&
+		  strstr(err, "unsupported trace format version 2"), "%s", err);
+}
+
+/* trace_header_label: of a key given twice the later value counts, as a
+ * later --label overrides; no header, no such key: NULL. */
+Test(trace, header_label_lookup)
+{
+	struct trace_label labels[] = {
+		{"model", "resnet18"}, {"batch", "16"}, {"batch", "32"}, {"empty", NULL}};
+	struct trace_header h = {.labels = labels, .nlabels = 4};
+	cr_assert_str_eq(trace_header_label(&h, "model"), "resnet18");
+	cr_assert_str_eq(trace_header_label(&h, "batch"), "32");
+	cr_assert_str_eq(trace_header_label(&h, "empty"), "");
+	cr_assert_null(trace_header_label(&h, "workload"));
+	cr_assert_null(trace_header_label(NULL, "model"));
+}

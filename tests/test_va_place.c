@@ -14,6 +14,7 @@
 
 #include "../device/va_place.h"
 #include "../device/device.h"
+#include "helpers.h"
 
 #define MiB (1ull << 20)
 #define TOP (1ull << 40)
@@ -332,4 +333,28 @@ Test(va_place, device_synthetic_pages)
 	cr_assert_eq(b, a + 74 * MiB);  /* the context's 24 MiB range */
 	cr_assert_eq(c, b - 520 * MiB); /* a fresh chunk, 488 MiB below */
 	device_destroy(d);
+}
+
+/* scripts/va_maps.py on a shipped watched run (traces/torch/truth/maps):
+ * resnet18-b160's freed 1,768 MiB workspace chunk is still mapped when the
+ * next 40 MiB segment comes (docs/policies.md, "The process's address
+ * space"); cuDNN's ops library is mapped below the driver's 504 MiB block. */
+Test(va_place, maps_script_reads_a_watched_run)
+{
+	const char *run = "traces/torch/truth/maps/watched/resnet18-b160-default.trace.gz";
+	char cmd[512], out[1 << 16];
+	if (!th_have("python3"))
+		cr_skip_test("no python3");
+	snprintf(cmd, sizeof cmd, "python3 scripts/va_maps.py %s --at 46", run);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "before segment 46 (40 MiB at -6782)"), "%s", out);
+	cr_assert(strstr(out, "-6782.0 ..    -4926.0    1856.0 MiB ---p"), "%s", out);
+	cr_assert(strstr(out, "segments 39"), "%s", out);
+	snprintf(cmd, sizeof cmd, "python3 scripts/va_maps.py %s --between 8 9", run);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "504.0 MiB ---p"), "%s", out);
+	cr_assert(strstr(out, "libcudnn_ops.so.9"), "%s", out);
+	cr_assert_neq(th_capture("python3 scripts/va_maps.py no-such-run.trace.gz --at 1", out,
+				 sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "no-such-run.trace.gz"), "%s", out);
 }
