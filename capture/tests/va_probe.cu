@@ -57,6 +57,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,6 +413,8 @@ static int seq_replay(const char *file)
 	}
 	uint64_t *addr = NULL, *size = NULL;
 	size_t n = 0, cap = 0, line = 0;
+	void *hmap[4096];
+	size_t hsize[4096], nh = 0;
 	char buf[4096];
 	int ret = 0;
 	while (fgets(buf, sizeof buf, in)) {
@@ -440,11 +443,23 @@ static int seq_replay(const char *file)
 			}
 			size[n] = v;
 			addr[n++] = m(v);
+		} else if (sscanf(buf, "h %llu", &v) == 1 && nh < 4096) {
+			void *p = mmap(NULL, v, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				       -1, 0);
+			hsize[nh] = v;
+			hmap[nh++] = p == MAP_FAILED ? NULL : p;
+			row("host_map", v, (uint64_t)(uintptr_t)(p == MAP_FAILED ? NULL : p));
+		} else if (sscanf(buf, "u %llu", &v) == 1 && v < nh) {
+			if (hmap[v])
+				munmap(hmap[v], hsize[v]);
+			row("host_unmap", hsize[v], (uint64_t)(uintptr_t)hmap[v]);
+			hmap[v] = NULL;
 		} else if (sscanf(buf, "f %llu", &v) == 1 && v < n) {
 			f(addr[v], size[v]);
 			addr[v] = 0;
 		} else {
-			fprintf(stderr, "%s:%zu: expected 'm SIZE' or 'f K' (K an earlier m)\n", file,
+			fprintf(stderr, "%s:%zu: expected 'm SIZE', 'f K' (K an earlier m), 'h SIZE', 'u K' (K an "
+				"earlier h) or 'l'\n", file,
 				line);
 			ret = 1;
 			break;
