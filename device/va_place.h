@@ -105,7 +105,10 @@ int va_context_release(struct va_space *v);
 /* Measured: in 59 of the 61 replayed runs (docs/policies.md) the first
  * fresh chunk after the load lies 288-384 MiB below where the driver alone
  * puts it, most often 320 or 352 (the other two, alexnet's: above the
- * context). Any value from 256 to 416 MiB gives the same validation. */
+ * context). Any value from 256 to 416 MiB gives the same validation.
+ * What it is, seen in /proc/self/maps (docs/policies.md, "The process's
+ * address space"): cuDNN's libraries, 342-380 MiB, mapped below the lowest
+ * range when they load. */
 #define VA_LIBRARY_SKIP (352ull << 20)
 
 /* A range of BYTES (a multiple of the page the caller rounds to). */
