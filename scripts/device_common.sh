@@ -4,6 +4,15 @@
 # device_start OUT: the one argument (else the usage, exit 2); the working
 #   directory the repository root ($root); OUT made, absolute ($OUT);
 #   py=${PYTHON:-python3}; set -u.
+# device_work NAME: the work folder /tmp/NAME ($W, made), a clock ($T0),
+#   note TEXT (a line with the seconds since, on stdout and in
+#   $W/phases.txt) and pack (all of $W as $OUT/NAME.tgz, replaced whole, so
+#   a call cut short keeps the last complete one).
+# device_truth_runs DIR RUNS [ARG...]: capture/torch/train_torch.py --mode
+#   truth (3 steps, 1 warm-up, as shared/data/torch-allocator-truth) for each
+#   MODEL:BATCH of RUNS into DIR, 4 processes at a time, with the ARGs added
+#   ("{}" in an ARG becomes MODEL-bBATCH); variables set before the call
+#   (CUDA_MODULE_LOADING=...) reach the processes; notes the traces made.
 # device_jax_python: $JPY, the first python that imports jax, flax and optax
 #   ($JAX_PYTHON first), or empty.
 # device_devdeps: SQLite's and zlib's headers and libraries from
@@ -16,6 +25,29 @@ device_start() {
 	cd "$root" || exit 1
 	mkdir -p "$1" && OUT=$(cd "$1" && pwd -P) || exit 1
 	py=${PYTHON:-python3}
+}
+
+device_work() {
+	WNAME=$1
+	W=/tmp/$1
+	mkdir -p "$W"
+	T0=$SECONDS
+}
+note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/phases.txt"; }
+pack() { tar -czf "$OUT/$WNAME.tgz.tmp" -C /tmp "$WNAME" && mv "$OUT/$WNAME.tgz.tmp" "$OUT/$WNAME.tgz"; }
+
+device_truth_runs() {
+	local dir=$1 runs=$2 r m b
+	shift 2
+	mkdir -p "$dir"
+	for r in $runs; do
+		m=${r%:*} b=${r#*:}
+		timeout 240 "$py" capture/torch/train_torch.py --mode truth --model "$m" --batch "$b" \
+			--steps 3 --warmup 1 --outdir "$dir" "${@//\{\}/$m-b$b}" > "$dir/$m-b$b.log" 2>&1 &
+		while [ "$(jobs -r | wc -l)" -ge 4 ]; do sleep 0.5; done
+	done
+	wait
+	note "$dir: $(ls "$dir"/*.trace.gz 2>/dev/null | wc -l) traces"
 }
 
 device_devdeps() {

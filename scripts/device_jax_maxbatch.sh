@@ -8,11 +8,7 @@
 #   scripts/device_jax_maxbatch.sh OUTDIR      (from the repository root)
 # Environment: PLAN ("FRACTION:FIRST:LAST:STEP ..."), JAX_PYTHON.
 . "$(dirname "$0")/device_common.sh"; device_start "$@"
-W=/tmp/jaxmb
-mkdir -p "$W"
-T0=$SECONDS
-note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/phases.txt"; }
-pack() { tar -czf "$OUT/jaxmb.tgz.tmp" -C /tmp jaxmb && mv "$OUT/jaxmb.tgz.tmp" "$OUT/jaxmb.tgz"; }
+device_work jaxmb
 device_jax_python
 note "jax python: ${JPY:-none}"
 [ -n "$JPY" ] || { pack; exit 1; }

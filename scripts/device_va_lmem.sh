@@ -11,11 +11,8 @@
 #   scripts/device_va_lmem.sh OUTDIR      (from the repository root)
 # Environment: RUNS ("MODEL:BATCH ..."), LIMITS ("BYTES ...", 0 = default).
 . "$(dirname "$0")/device_common.sh"; device_start "$@"
-W=/tmp/valmem
+device_work valmem
 mkdir -p "$W/probe"
-T0=$SECONDS
-note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/phases.txt"; }
-pack() { tar -czf "$OUT/valmem.tgz.tmp" -C /tmp valmem && mv "$OUT/valmem.tgz.tmp" "$OUT/valmem.tgz"; }
 note "phase probe"
 SEQS="heap_a heap_f heap_m lmem" sh capture/va_probe.sh "$W/probe" > "$W/probe/log.txt" 2>&1
 note "probe rc $?"
@@ -23,19 +20,12 @@ rm -f "$W/probe/va_probe"
 pack
 runs=${RUNS:-"resnet18:160 resnet18:16 mobilenet_v2:128 densenet121:32 resnet50:64 alexnet:64 regnet_y_400mf:160 vgg11:32"}
 for lim in ${LIMITS:-0 4096}; do
-	d=$W/stack$lim
-	mkdir -p "$d"
 	note "phase stack limit $lim"
-	for r in $runs; do
-		m=${r%:*} b=${r#*:}
-		extra=()
-		[ "$lim" -gt 0 ] && extra=(--stack-limit "$lim")
-		timeout 240 "$py" capture/torch/train_torch.py --mode truth --model "$m" --batch "$b" \
-			--steps 3 --warmup 1 --outdir "$d" "${extra[@]}" > "$d/$m-b$b.log" 2>&1 &
-		while [ "$(jobs -r | wc -l)" -ge 4 ]; do sleep 0.5; done
-	done
-	wait
-	note "phase stack limit $lim done: $(ls "$d"/*.trace.gz 2>/dev/null | wc -l) traces"
+	if [ "$lim" -gt 0 ]; then
+		device_truth_runs "$W/stack$lim" "$runs" --stack-limit "$lim"
+	else
+		device_truth_runs "$W/stack$lim" "$runs"
+	fi
 	pack
 done
 note done

@@ -11,26 +11,14 @@
 #   scripts/device_va_maps.sh OUTDIR      (from the repository root)
 # Environment: RUNS ("MODEL:BATCH ...").
 . "$(dirname "$0")/device_common.sh"; device_start "$@"
-W=/tmp/vamaps
-T0=$SECONDS
-note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/phases.txt"; }
-pack() { tar -czf "$OUT/vamaps.tgz.tmp" -C /tmp vamaps && mv "$OUT/vamaps.tgz.tmp" "$OUT/vamaps.tgz"; }
-mkdir -p "$W/maps" "$W/plain"
+device_work vamaps
 runs=${RUNS:-"resnet18:160 resnet18:16 mobilenet_v2:32 resnet50:64"}
-for phase in maps plain; do
-	note "phase $phase"
-	for r in $runs; do
-		m=${r%:*} b=${r#*:}
-		extra=()
-		[ "$phase" = maps ] && extra=(--maps "$W/maps/$m-b$b-default.maps.gz")
-		timeout 240 "$py" capture/torch/train_torch.py --mode truth --model "$m" --batch "$b" \
-			--steps 3 --warmup 1 --outdir "$W/$phase" "${extra[@]}" > "$W/$phase/$m-b$b.log" 2>&1 &
-		while [ "$(jobs -r | wc -l)" -ge 4 ]; do sleep 0.5; done
-	done
-	wait
-	note "phase $phase done: $(ls "$W/$phase"/*.trace.gz 2>/dev/null | wc -l) traces"
-	pack
-done
+note "phase maps"
+device_truth_runs "$W/maps" "$runs" --maps "$W/maps/{}-default.maps.gz"
+pack
+note "phase plain"
+device_truth_runs "$W/plain" "$runs"
+pack
 note "phase probe"
 mkdir -p "$W/probe"
 nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}

@@ -9,23 +9,11 @@
 #   scripts/device_va_modules.sh OUTDIR      (from the repository root)
 # Environment: RUNS ("MODEL:BATCH ...").
 . "$(dirname "$0")/device_common.sh"; device_start "$@"
-W=/tmp/vamod
-mkdir -p "$W/LAZY" "$W/EAGER" "$W/LAZY2"
-T0=$SECONDS
-note() { printf '%4ds %s\n' $((SECONDS - T0)) "$*" | tee -a "$W/phases.txt"; }
-pack() { tar -czf "$OUT/vamod.tgz.tmp" -C /tmp vamod && mv "$OUT/vamod.tgz.tmp" "$OUT/vamod.tgz"; }
+device_work vamod
 runs=${RUNS:-"resnet18:16 resnet18:160 alexnet:64 regnet_y_400mf:160 mobilenet_v2:32 densenet121:32 resnet50:64 vgg11:32"}
 for mode in LAZY EAGER LAZY2; do
 	note "phase $mode"
-	for r in $runs; do
-		m=${r%:*} b=${r#*:}
-		CUDA_MODULE_LOADING=${mode%2} timeout 240 "$py" capture/torch/train_torch.py --mode truth \
-			--model "$m" --batch "$b" --steps 3 --warmup 1 --outdir "$W/$mode" \
-			> "$W/$mode/$m-b$b.log" 2>&1 &
-		while [ "$(jobs -r | wc -l)" -ge 4 ]; do sleep 0.5; done
-	done
-	wait
-	note "phase $mode done: $(ls "$W/$mode"/*.trace.gz 2>/dev/null | wc -l) traces"
+	CUDA_MODULE_LOADING=${mode%2} device_truth_runs "$W/$mode" "$runs"
 	pack
 done
 note done
