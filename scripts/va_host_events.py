@@ -18,24 +18,21 @@ arena starting on a 64 MiB boundary). A change seen at a snapshot happened
 between it and the one before: --at start puts it at the earlier end
 (default), --at seen at the snapshot."""
 import argparse
-import gzip
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import va_maps  # noqa: E402  (the run and maps readers)
 
 MiB = 1 << 20
 ARENA = 64 * MiB
-
-
-def parse(line):
-    p = line.split(None, 5)
-    lo, hi = (int(x, 16) for x in p[0].split("-"))
-    return lo, hi, p[1], p[5].strip() if len(p) > 5 else ""
 
 
 def host_ranges(state, top):
     """Merged [lo, hi) ranges of the host's own mappings in STATE below TOP
     (the device region: the libraries mapped before the run sit above it,
     the brk heap and the stack are not placed by mmap)."""
-    vmas = sorted(parse(line) for line in state)
+    vmas = sorted(va_maps.parse(line) for line in state)
     host = []
     for i, (lo, hi, perm, name) in enumerate(vmas):
         if name.startswith("/dev/") or name.startswith("["):
@@ -66,18 +63,8 @@ def main():
     if not a.run.endswith(".trace.gz"):
         sys.exit("va_host_events: %s: expected RUN.trace.gz" % a.run)
     try:
-        with gzip.open(a.run, "rt") as f:
-            segs = [(int(p[4]), p[0], int(p[1]), int(p[2])) for p in map(str.split, f)
-                    if len(p) >= 5 and p[0] in ("segment_alloc", "segment_free")]
-        snaps, cur = [], None
-        with gzip.open(a.run[:-len(".trace.gz")] + ".maps.gz", "rt") as f:
-            for line in f:
-                line = line.rstrip("\n")
-                if line.startswith("T "):
-                    cur = (int(line[2:]), [], [])
-                    snaps.append(cur)
-                elif cur and line[:2] in ("+ ", "- "):
-                    cur[1 if line[0] == "+" else 2].append(line[2:])
+        segs = va_maps.read_run(a.run)
+        snaps = va_maps.read_maps(a.run[:-len(".trace.gz")] + ".maps.gz")
     except (OSError, ValueError) as e:
         sys.exit("va_host_events: %s: %s" % (a.run, e))
     if not segs or not snaps:
@@ -95,9 +82,6 @@ def main():
         if prev_ranges is not None and t >= t_first:
             when = prev_t if a.at == "start" else t
             old, new = set(prev_ranges), set(ranges)
-            for r in sorted(old - new):
-                if r in live:
-                    events.append((when, 0, "u %d" % live.pop(r)))
             for r in sorted(new - old, reverse=True):
                 # a range that grew or joined others: only what is new
                 covered = sum(max(0, min(r[1], o[1]) - max(r[0], o[0])) for o in old)
@@ -106,7 +90,8 @@ def main():
                     live[r] = nh
                     nh += 1
                     events.append((when, 1, "h %d" % size))
-            # ranges that merged away keep their h (never unmapped here)
+            # gone: not held in any range now (one that merged into a
+            # larger range keeps its h)
             for r in list(live):
                 if r not in new and not any(o[0] <= r[0] and r[1] <= o[1] for o in new):
                     events.append((when, 0, "u %d" % live.pop(r)))
@@ -115,7 +100,7 @@ def main():
     k = 0
     addr_of = {}
     for t, op, addr, size in segs:
-        if op == "segment_alloc":
+        if op == "alloc":
             addr_of[addr] = k
             events.append((t, 2, "m %d" % size))
             k += 1
