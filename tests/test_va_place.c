@@ -357,4 +357,18 @@ Test(va_place, maps_script_reads_a_watched_run)
 	cr_assert_neq(th_capture("python3 scripts/va_maps.py no-such-run.trace.gz --at 1", out,
 				 sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "no-such-run.trace.gz"), "%s", out);
+
+	/* the same run as a probe replay with its host mappings in between */
+	char rep[256];
+	th_tmpname(rep, sizeof rep, "host.replay");
+	snprintf(cmd, sizeof cmd, "python3 scripts/va_host_events.py %s %s", run, rep);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "122 segment allocations"), "%s", out);
+	snprintf(cmd, sizeof cmd, "grep -c '^m ' %s; grep -c '^h ' %s", rep, rep);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	unsigned nm = 0, nh = 0;
+	cr_assert_eq(sscanf(out, "%u %u", &nm, &nh), 2, "%s", out);
+	cr_assert_eq(nm, 122);
+	cr_assert_gt(nh, 0);
+	remove(rep);
 }
