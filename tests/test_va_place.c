@@ -342,7 +342,7 @@ Test(va_place, device_synthetic_pages)
 Test(va_place, maps_script_reads_a_watched_run)
 {
 	const char *run = "traces/torch/truth/maps/watched/resnet18-b160-default.trace.gz";
-	char cmd[512], out[1 << 16];
+	char cmd[1024], out[1 << 16];
 	if (!th_have("python3"))
 		cr_skip_test("no python3");
 	snprintf(cmd, sizeof cmd, "python3 scripts/va_maps.py %s --at 46", run);
