@@ -7,8 +7,8 @@ mappings at the same points, place the segments as the PyTorch run did?).
     scripts/va_host_events.py RUN.trace.gz OUT.replay [--at start|seen]
 
 RUN.trace.gz: a truth run of capture/torch/train_torch.py with RUN.maps.gz
-beside it (--maps). OUT.replay: "m SIZE" / "f K" per segment allocation and
-free (as scripts/va_replay.py), "h SIZE" where the process's host-side
+beside it (--maps). OUT.replay: "m SIZE ADDR T" / "f K T" per segment allocation
+and free (scripts/va_replay.py's lines), "h SIZE" where the process's host-side
 occupancy grew by a contiguous range (a library, a malloc arena, a thread
 stack) and "u K" where the K-th such range went away, in time order. Host
 mappings are those that are not the driver's: file-backed ones other than
@@ -19,10 +19,12 @@ between it and the one before: --at start puts it at the earlier end
 (default), --at seen at the snapshot."""
 import argparse
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import va_maps  # noqa: E402  (the run and maps readers)
+import va_maps  # noqa: E402  (the maps reader)
+import va_replay  # noqa: E402  (the segment events and their replay lines)
 
 MiB = 1 << 20
 ARENA = 64 * MiB
@@ -63,15 +65,16 @@ def main():
     if not a.run.endswith(".trace.gz"):
         sys.exit("va_host_events: %s: expected RUN.trace.gz" % a.run)
     try:
-        segs = va_maps.read_run(a.run)
+        seg_events = list(va_replay.events(a.run))
         snaps = va_maps.read_maps(a.run[:-len(".trace.gz")] + ".maps.gz")
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, subprocess.CalledProcessError) as e:
         sys.exit("va_host_events: %s: %s" % (a.run, e))
-    if not segs or not snaps:
+    allocs = [e for e in seg_events if e[0] == "alloc"]
+    if not allocs or not snaps:
         sys.exit("va_host_events: %s: no segments or no maps" % a.run)
-    t_first = segs[0][0]
-    top = segs[0][2] + 1024 * MiB
-    events = []  # (time, order, text or callable)
+    t_first = allocs[0][3] // 1000
+    top = allocs[0][1] + 1024 * MiB
+    events = []  # (time_ns, order at equal times, replay line)
     state, prev_ranges, prev_t = set(), None, None
     live = {}    # host range (lo, hi) -> its h ordinal
     nh = 0
@@ -89,23 +92,17 @@ def main():
                 if size > 0:
                     live[r] = nh
                     nh += 1
-                    events.append((when, 1, "h %d" % size))
+                    events.append((when * 1000, 1, "h %d" % size))
             # gone: not held in any range now (one that merged into a
             # larger range keeps its h)
             for r in list(live):
                 if r not in new and not any(o[0] <= r[0] and r[1] <= o[1] for o in new):
-                    events.append((when, 0, "u %d" % live.pop(r)))
+                    events.append((when * 1000, 0, "u %d" % live.pop(r)))
         prev_ranges, prev_t = ranges, t
 
-    k = 0
-    addr_of = {}
-    for t, op, addr, size in segs:
-        if op == "alloc":
-            addr_of[addr] = k
-            events.append((t, 2, "m %d" % size))
-            k += 1
-        elif addr in addr_of:
-            events.append((t, 2, "f %d" % addr_of.pop(addr)))
+    seg_lines = va_replay.replay_lines(seg_events)
+    events += [(t, 2, line) for t, line in seg_lines]
+    k = len(allocs)
     events.sort(key=lambda e: (e[0], e[1]))
     with open(a.out, "w") as f:
         for _, _, text in events:

@@ -15,16 +15,19 @@ printed in MiB relative to the first segment; --span MIB (default 12000)
 limits the view to that far below it."""
 import argparse
 import gzip
+import os
+import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import va_replay  # noqa: E402  (the runs' segment events)
 
 MiB = 1 << 20
 
 
 def read_run(path):
-    with gzip.open(path, "rt") as f:
-        rows = [line.split() for line in f]
-    return [(int(p[4]), p[0][len("segment_"):], int(p[1]), int(p[2]))
-            for p in rows if len(p) >= 5 and p[0] in ("segment_alloc", "segment_free")]
+    """(time_us, op, addr, size) of the run's segment events."""
+    return [(t // 1000, op, addr, size) for op, addr, size, t in va_replay.events(path)]
 
 
 def read_maps(path):
@@ -61,7 +64,7 @@ def main():
     try:
         segs = read_run(a.run)
         events = read_maps(maps_path)
-    except (OSError, ValueError, TypeError) as e:
+    except (OSError, ValueError, TypeError, subprocess.CalledProcessError) as e:
         sys.exit("va_maps: %s: %s" % (a.run, e))
     allocs = [s for s in segs if s[1] == "alloc"]
     if not allocs or not events:

@@ -40,6 +40,26 @@ def events(path):
                 yield t[0][len("segment_"):], int(t[1], 0), int(t[2]), int(t[4]) * 1000
 
 
+def replay_lines(ev, load=False):
+    """The probe's lines for segment events EV ((op, addr, size, t_ns) as
+    events() yields them), each with its time: [(t_ns, line)]. "m SIZE ADDR
+    T" per allocation, "f K T" per free of the K-th, and with LOAD an "l"
+    before the first allocation after a pause of 50 ms or more."""
+    live, n, out, last, loaded = {}, 0, [], None, not load
+    for op, addr, size, t in ev:
+        if op == "alloc":
+            if not loaded and last is not None and t - last >= 50_000_000:
+                out.append((t, "l"))
+                loaded = True
+            last = t
+            live[addr] = n
+            out.append((t, "m %d 0x%x %d" % (size, addr, t)))
+            n += 1
+        elif op == "free" and addr in live:
+            out.append((t, "f %d %d" % (live.pop(addr), t)))
+    return out
+
+
 def main():
     args = sys.argv[1:]
     load = bool(args) and args[0] == "--load-at-pause"
@@ -55,18 +75,8 @@ def main():
         if any(op in ("map", "unmap") for op, _, _, _ in ev):
             print("va_replay: %s: expandable segments, skipped" % name, file=sys.stderr)
             continue
-        live, n, lines, last, loaded = {}, 0, [], None, not load
-        for op, addr, size, t in ev:
-            if op == "alloc":
-                if not loaded and last is not None and t - last >= 50_000_000:
-                    lines.append("l")
-                    loaded = True
-                last = t
-                live[addr] = n
-                lines.append("m %d 0x%x %d" % (size, addr, t))
-                n += 1
-            elif op == "free" and addr in live:
-                lines.append("f %d %d" % (live.pop(addr), t))
+        lines = [line for _, line in replay_lines(ev, load)]
+        n = sum(line.startswith("m ") for line in lines)
         with open(os.path.join(outdir, name + ".replay"), "w") as f:
             f.write("# %s: %d segment allocations\n" % (path, n))
             f.write("\n".join(lines) + "\n")
