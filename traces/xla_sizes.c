@@ -254,7 +254,7 @@ int xla_sizes_transfer(const char *capture, const char *log, const char *out,
 		snprintf(err, errlen, "%s: already has the label " XLA_SIZES_LABEL " (sizes "
 			"from a log put in before); refusing to do it twice", capture);
 		goto out;
-		}
+	}
 	if (pair(r, &L, &size, rep, err, errlen) < 0)
 		goto out;
 	ret = rewrite(r, &size, out, rep->resized, err, errlen);
