@@ -371,4 +371,10 @@ Test(va_place, maps_script_reads_a_watched_run)
 	cr_assert_eq(nm, 122);
 	cr_assert_gt(nh, 0);
 	remove(rep);
+	snprintf(cmd, sizeof cmd, "python3 scripts/va_host_events.py no-such-run.trace.gz %s", rep);
+	cr_assert_neq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "va_host_events: no-such-run.trace.gz"), "%s", out);
+	snprintf(cmd, sizeof cmd, "test -e %s", rep);
+	cr_assert_neq(th_capture(cmd, out, sizeof out), 0, "%s: written for a run it could not read",
+		      rep);
 }
