@@ -12,7 +12,8 @@ CUDA_ARCH     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,co
 CAPTURE_LIB   := $(BUILD)/libgpumemsim_capture.so
 # The injection library, split by concern (capture/inject_int.h lists the files).
 INJECT_SRCS   := capture/inject.c capture/inject_header.c capture/inject_activity.c \
-		 capture/inject_links.c capture/inject_callbacks.c capture/inject_writer.c
+		 capture/inject_links.c capture/inject_callbacks.c capture/inject_writer.c \
+		 capture/inject_pause.c
 CAPTURE_SRCS  := $(INJECT_SRCS) capture/convert.c traces/trace_writer.c \
 		 traces/trace_names.c base/u64map.c base/vec.c
 CAPTURE_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC \

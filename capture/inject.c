@@ -59,10 +59,11 @@ int cap_source_on = 1;           /* GPUMEMSIM_CAPTURE_SOURCE */
 int cap_sync_cb;
 unsigned cap_record_bits = CAP_REC_ALL;   /* GPUMEMSIM_CAPTURE_RECORD */
 unsigned cap_flush_ms = 500, cap_lag_ms = 2000;
+#define CAP_NO_PAUSE 0xffffffffu
 int cap_verbose;
 int cap_debug;   /* GPUMEMSIM_CAPTURE_DEBUG: module events and statics on stderr */
 atomic_int cap_debug_lines;
-static CUpti_SubscriberHandle cap_subscriber;
+CUpti_SubscriberHandle cap_subscriber;
 atomic_int cap_active;
 
 /* API names worth a 'p' record, by domain and callback id. */
@@ -208,6 +209,9 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	cap_api_mode = cap_env_api_mode();
 	cap_source_on = cap_env_uint("GPUMEMSIM_CAPTURE_SOURCE", 1, 0, 1);
 	cap_record_bits = cap_env_record();
+	/* never (-1) when unset or bad: a bad value must not pause at step 0 */
+	unsigned pause = cap_env_uint("GPUMEMSIM_CAPTURE_PAUSE_STEP", CAP_NO_PAUSE, 0, 1000000);
+	cap_pause_step = pause == CAP_NO_PAUSE ? -1 : (int)pause;
 	const char *rep = getenv("GPUMEMSIM_CAPTURE_REPORT");
 	if (rep)
 		snprintf(cap_report, sizeof(cap_report), "%s", rep);
@@ -318,6 +322,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		for (size_t i = 0; i < sizeof(drv) / sizeof(drv[0]); i++)
 			cuptiEnableCallback(1, cap_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, drv[i]);
 	}
+	cap_pause_enable();
 	atomic_store(&cap_active, 1);
 	if (pthread_create(&cap_thread, NULL, cap_writer_main, NULL) == 0)
 		cap_thread_started = 1;

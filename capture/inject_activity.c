@@ -130,6 +130,9 @@ static void cap_marker(const CUpti_ActivityMarker2 *m)
 			c.rec.start = cap_ranges[i].start;
 			c.rec.end = m->timestamp;
 			c.rec.u.range.depth = cap_ranges[i].depth;
+			/* decided at the END, long after the pause's callback */
+			c.rec.u.range.uncaptured = cap_range_uncaptured(cap_ranges[i].name,
+									 cap_ranges[i].start);
 			c.name = cap_ranges[i].name;
 			cap_push(&c);
 			free(cap_ranges[i].name);

@@ -350,6 +350,11 @@ void CUPTIAPI cap_callback(void *userdata, CUpti_CallbackDomain domain,
 	(void)userdata;
 	if (!atomic_load(&cap_active))
 		return;
+	if (domain == CUPTI_CB_DOMAIN_NVTX) {
+		/* not an API call: outside the own-time accounting */
+		cap_nvtx_cb(id, data);
+		return;
+	}
 	if (own_depth++) {
 		/* a callback inside ours (a driver call we make): the outer
 		 * invocation's time holds it */

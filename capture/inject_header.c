@@ -152,7 +152,8 @@ int cap_write_header(int force)
 	static char k_api[] = "capture_api", k_links[] = "capture_links",
 		    k_source[] = "capture_source", k_record[] = "capture_record",
 		    k_syncs[] = "capture_syncs", k_proc[] = "capture_process",
-		    k_pid[] = "capture_pid", k_ppid[] = "capture_ppid";
+		    k_pid[] = "capture_pid", k_ppid[] = "capture_ppid",
+		    k_pause[] = "capture_pause_step";
 	static char v_api[3][10] = {"off", "callbacks", "activity"}, v_on[] = "on", v_off[] = "off";
 	static char v_syncs[2][10] = {"activity", "callbacks"};
 	/* Which process of the program this is: the launcher's direct child
@@ -163,6 +164,9 @@ int cap_write_header(int force)
 		 !root ? "unknown" : atoi(root) == (int)getpid() ? "root" : "child");
 	snprintf(v_pid, sizeof(v_pid), "%d", (int)getpid());
 	snprintf(v_ppid, sizeof(v_ppid), "%d", (int)getppid());
+	/* `none` or the step from which ranges ran uncaptured (inject_pause.c) */
+	static char v_pause[16];
+	snprintf(v_pause, sizeof(v_pause), cap_pause_step < 0 ? "none" : "%d", cap_pause_step);
 	char v_record[64] = "all";
 	const char *rec_env = getenv("GPUMEMSIM_CAPTURE_RECORD");
 	if (cap_record_bits != CAP_REC_ALL && rec_env)
@@ -176,6 +180,7 @@ int cap_write_header(int force)
 		{k_proc, v_proc},
 		{k_pid, v_pid},
 		{k_ppid, v_ppid},
+		{k_pause, v_pause},
 	};
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]) && h.nlabels < 64; i++)
 		labels[h.nlabels++] = settings[i];

@@ -13,6 +13,8 @@
  *   inject_callbacks.c  API, sync and resource callbacks; API timing
  *   inject_writer.c     trace claim and open, writer thread, finalize,
  *                       signals, report lines
+ *   inject_pause.c      pausing the capture at a step (an uncaptured
+ *                       reference in the same process)
  *
  * Each variable is defined in the file named above its group; the locks:
  * cap_lock (inject_writer.c) guards the converter and the writer,
@@ -70,6 +72,7 @@ extern int cap_debug;   /* GPUMEMSIM_CAPTURE_DEBUG: module events and statics on
 extern atomic_int cap_debug_lines;
 extern atomic_int cap_active;
 extern struct cap_conv *cap_conv;
+extern CUpti_SubscriberHandle cap_subscriber;
 /* API names worth a 'p' record, by domain and callback id. */
 extern const char *cap_rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 extern const char *cap_drv_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
@@ -135,6 +138,16 @@ void cap_runtime_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb);
 void cap_driver_cb(CUpti_CallbackId id, const CUpti_CallbackData *cb);
 void CUPTIAPI cap_callback(void *userdata, CUpti_CallbackDomain domain,
 			   CUpti_CallbackId id, const void *data);
+
+/* ------------------------------------------------------------- inject_pause.c */
+
+extern int cap_pause_step;              /* GPUMEMSIM_CAPTURE_PAUSE_STEP; -1: never */
+extern atomic_ullong cap_paused_at;     /* CUPTI time of the pause, 0: not yet */
+void cap_pause_enable(void);            /* the NVTX callbacks that watch for the step */
+void cap_nvtx_cb(CUpti_CallbackId id, const CUpti_NvtxData *d);
+/* 1 when the range NAME starting at START ran with the capture paused
+ * (cap_lock held) */
+int cap_range_uncaptured(const char *name, uint64_t start);
 
 /* ------------------------------------------------------------- inject_writer.c */
 

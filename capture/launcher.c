@@ -176,7 +176,9 @@ int capture_launch(const struct capture_opts *o, char *const argv[])
 	    setenv("GPUMEMSIM_CAPTURE_SOURCE", o->source ? "1" : "0", 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_RECORD", o->record, 1) ||
 	    setenv("GPUMEMSIM_CAPTURE_LABELS", o->labels ? o->labels : "", 1) ||
-	    (o->syncs && setenv("GPUMEMSIM_CAPTURE_SYNCS", o->syncs, 1))) {
+	    (o->syncs && setenv("GPUMEMSIM_CAPTURE_SYNCS", o->syncs, 1)) ||
+	    (o->pause_step ? setenv("GPUMEMSIM_CAPTURE_PAUSE_STEP", o->pause_step, 1)
+			   : unsetenv("GPUMEMSIM_CAPTURE_PAUSE_STEP"))) {
 		fprintf(stderr, "gpumemsim capture: cannot set the environment: %s\n", strerror(errno));
 		goto out;
 	}

@@ -21,6 +21,7 @@ struct capture_opts {
 	const char *api;      /* --api: callbacks, activity or off */
 	const char *record;   /* --record LIST as given ("all") */
 	const char *syncs;    /* --syncs: callbacks or activity; NULL: the library's default */
+	const char *pause_step; /* --pause-at-step K (digits); NULL: never */
 };
 
 /* Run ARGV (ARGV[0] looked up in PATH, NULL-terminated) with the library

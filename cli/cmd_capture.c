@@ -12,7 +12,7 @@
 #include "cli.h"
 
 /* Indices into capture_opts, for the parse loop. */
-enum { CO_OUTPUT, CO_LABEL, CO_NO_LINKS, CO_API, CO_NO_SOURCE, CO_RECORD, CO_SYNCS };
+enum { CO_OUTPUT, CO_LABEL, CO_NO_LINKS, CO_API, CO_NO_SOURCE, CO_RECORD, CO_SYNCS, CO_PAUSE };
 
 static const struct cli_opt capture_opts[] = {
 	[CO_OUTPUT] = {"-o|--output", "FILE", "trace to write (an existing FILE is replaced)"},
@@ -29,6 +29,9 @@ static const struct cli_opt capture_opts[] = {
 					   "syncs, nvtx, all (default all; fewer, less overhead)"},
 	[CO_SYNCS] = {"--syncs", "MODE", "how synchronisations are recorded: callbacks (on the sync\n"
 					 "calls) or activity (CUPTI's SYNCHRONIZATION records)"},
+	[CO_PAUSE] = {"--pause-at-step", "K", "from the NVTX range `step K` on, record only NVTX ranges:\n"
+					      "those steps run uncaptured and measure what the capture\n"
+					      "cost, which `run --timing` then takes out (docs/timing.md)"},
 	CLI_OPT_END,
 };
 
@@ -36,7 +39,8 @@ static void capture_usage(FILE *f)
 {
 	cli_usage(f,
 		  "capture [-o FILE] [--label KEY=VALUE]... [--no-links] [--api MODE]\n"
-		  "                         [--no-source] [--record LIST] [--syncs MODE] -- CMD [ARGS]",
+		  "                         [--no-source] [--record LIST] [--syncs MODE]\n"
+		  "                         [--pause-at-step K] -- CMD [ARGS]",
 		  "Run CMD with the CUPTI capture library injected and write one trace per\n"
 		  "process that does CUDA work (kernels, copies, allocations): the first to\n"
 		  "FILE (default " CAPTURE_DEFAULT_OUT "), others to FILE with their pid before\n"
@@ -57,7 +61,7 @@ int cmd_capture(int argc, char **argv)
 	char *labels = NULL;
 	size_t labels_len = 0;
 	int links = 1, source = 1, i, rc = 1;
-	const char *api = "callbacks", *record = "all", *syncs = NULL;
+	const char *api = "callbacks", *record = "all", *syncs = NULL, *pause = NULL;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -116,6 +120,14 @@ int cmd_capture(int argc, char **argv)
 				rc = EXIT_USAGE;
 				goto out;
 			}
+		} else if (opt == &capture_opts[CO_PAUSE]) {
+			pause = ++i < argc ? argv[i] : "";
+			if (!*pause || strspn(pause, "0123456789") != strlen(pause) || strlen(pause) > 6) {
+				fprintf(stderr, "gpumemsim capture: --pause-at-step wants a step number "
+						"(0 to 999999), got '%s'\n", pause);
+				rc = EXIT_USAGE;
+				goto out;
+			}
 		} else if (opt == &capture_opts[CO_API]) {
 			api = ++i < argc ? argv[i] : "";
 			if (strcmp(api, "callbacks") && strcmp(api, "activity") && strcmp(api, "off")) {
@@ -136,7 +148,7 @@ int cmd_capture(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	struct capture_opts o = {out_arg, labels, links, source, api, record, syncs};
+	struct capture_opts o = {out_arg, labels, links, source, api, record, syncs, pause};
 	rc = capture_launch(&o, argv + i);
 out:
 	free(labels);

@@ -63,7 +63,9 @@ static const struct cli_opt run_opts[] = {
 	{"--cost", "KNOBS", "override the model's constants (implies --timing), e.g.\n"
 			    "\"hit_us=1,dev_call_us=12,host_scale=0.75,gpu_scale=2\";\n"
 			    "timeline=0: the earlier model (fitted medians, the\n"
-			    "captured host kept)"},
+			    "captured host kept); calibrate=1: the capture's share\n"
+			    "of the host measured by its uncaptured steps\n"
+			    "(`capture --pause-at-step`)"},
 	{"--requests", "TRACE", "the request stream of a no-caching capture of the same\n"
 				"program, on TRACE's (a caching-on capture's) timeline,\n"
 				"aligned by kernel launch per step: the no-caching\n"
@@ -181,6 +183,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 }
 
 static void print_json(const struct sim_result *r, const struct cost_model *cm,
+		       const struct timing_calibration *cal,
 		       int has_id, int64_t run_id)
 {
 	struct json j;
@@ -271,6 +274,11 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 	for (size_t i = 0; i < r->nsteps; i++)
 		json_u64(&j, r->step_ns[i]);
 	json_end_array(&j);
+	json_key(&j, "uncaptured_steps_ns");
+	json_begin_array(&j);
+	for (size_t i = 0; i < r->nuncaptured_steps; i++)
+		json_u64(&j, r->uncaptured_step_ns[i]);
+	json_end_array(&j);
 	json_key(&j, "timing");
 	if (r->timed && cm) {
 		json_begin_object(&j);
@@ -302,6 +310,20 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 			json_kv_double(&j, "cap_own", cm->cap_own);
 			json_kv_double(&j, "launch_latency_us", cm->launch_latency_ns / 1e3);
 			json_kv_double(&j, "trace_hit_us", cm->trace_hit_ns / 1e3);
+			json_key(&j, "calibration");
+			if (cal->measured) {
+				/* the share measured by the capture's uncaptured steps */
+				json_begin_object(&j);
+				json_kv_u64(&j, "uncaptured_steps", cal->uncaptured_steps);
+				json_kv_u64(&j, "uncaptured_step_ns", cal->uncaptured_ns);
+				json_kv_u64(&j, "replayed_step_ns", cal->replayed_ns);
+				json_kv_double(&j, "mode_share", cal->mode_share);
+				json_kv_double(&j, "share", cal->share);
+				json_kv_bool(&j, "at_bound", cal->at_bound);
+				json_end_object(&j);
+			} else {
+				json_null(&j);
+			}
 		}
 		json_end_object(&j);
 	} else {
@@ -342,7 +364,8 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 	json_end_object(&j);
 }
 
-static void print_text(const struct sim_result *r, int has_id, int64_t run_id, const char *db)
+static void print_text(const struct sim_result *r, const struct timing_calibration *cal,
+		       int has_id, int64_t run_id, const char *db)
 {
 	char b1[32], b2[32], b3[32];
 	printf("trace            %s (%s)\n", r->trace_path, r->complete ? "complete" : "incomplete: no trailer");
@@ -414,6 +437,22 @@ static void print_text(const struct sim_result *r, int has_id, int64_t run_id, c
 		printf("step time        %.3f ms (mean of %" PRIu64 " step(s)%s)\n",
 		       r->step_time_ns / 1e6, r->step_count > 1 ? r->step_count - 1 : r->step_count,
 		       r->step_count > 1 ? ", first excluded" : "");
+	if (r->nuncaptured_steps) {
+		uint64_t *u = r->uncaptured_step_ns;
+		uint64_t lo = u[0], hi = u[0];
+		for (size_t i = 1; i < r->nuncaptured_steps; i++) {
+			lo = u[i] < lo ? u[i] : lo;
+			hi = u[i] > hi ? u[i] : hi;
+		}
+		printf("uncaptured steps %zu, %.3f to %.3f ms (the capture was paused: the program's "
+		       "own steps on the capture's host, not replayed)\n", r->nuncaptured_steps,
+		       lo / 1e6, hi / 1e6);
+	}
+	if (r->timed && cal->measured)
+		printf("capture cost     share %.3f of the host, measured: %zu uncaptured step(s), "
+		       "median %.3f ms (the capture mode's share: %.3f)%s\n", cal->share,
+		       cal->uncaptured_steps, cal->uncaptured_ns / 1e6, cal->mode_share,
+		       cal->at_bound ? "; at its bound, the replay cannot reach it" : "");
 	if (r->timed)
 		printf("memory time      %.3f ms in calls and hits, %.3f ms waiting in frees "
 		       "(trace's memory API: %.3f ms, removed)\n", r->mem_api_ns / 1e6,
@@ -435,8 +474,10 @@ int cmd_run(int argc, char **argv)
 	int64_t run_id = 0;
 	struct stat sb;
 	struct cost_model cm;
+	struct timing_calibration cal;
 
 	memset(&res, 0, sizeof res);
+	memset(&cal, 0, sizeof cal);
 	for (int i = 1; i < argc; i++) {
 		if (cli_is_help(argv[i])) {
 			usage(stdout);
@@ -475,6 +516,14 @@ int cmd_run(int argc, char **argv)
 	if (a.timing && cost_fit_trace(a.requests ? a.requests : trace, a.cost, &cm, err,
 				       sizeof err) < 0) {
 		fprintf(stderr, "gpumemsim run: %s\n", err);
+		if (merged[0])
+			unlink(merged);
+		return 1;
+	}
+	/* the capture's cost measured by its own uncaptured steps: on the
+	 * capture given, whose host the replay keeps (not the requests') */
+	if (a.timing && timing_calibrate(a.trace, &cm, &cal, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim run: calibrating the capture's cost: %s\n", err);
 		if (merged[0])
 			unlink(merged);
 		return 1;
@@ -521,9 +570,9 @@ int cmd_run(int argc, char **argv)
 		db_created = 0; /* it holds a run now */
 	}
 	if (a.json)
-		print_json(&res, a.timing ? &cm : NULL, has_id, run_id);
+		print_json(&res, a.timing ? &cm : NULL, &cal, has_id, run_id);
 	else
-		print_text(&res, has_id, run_id, a.db);
+		print_text(&res, &cal, has_id, run_id, a.db);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "gpumemsim run: writing the output failed\n");
 		goto out;

@@ -246,6 +246,8 @@ static void cat_rec(FILE *f, const struct trace_reader *r, const struct trace_re
 	case TREC_RANGE:
 		cat_sid(f, r, rec->u.range.name, resolve);
 		fprintf(f, " %" PRIu32, rec->u.range.depth);
+		if (rec->u.range.uncaptured)
+			fputs(" uncaptured", f);
 		break;
 	case TREC_API:
 		cat_sid(f, r, rec->u.api.name, resolve);

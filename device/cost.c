@@ -79,6 +79,7 @@ void cost_defaults(struct cost_model *m)
 	m->api_overhead_ns = 0;
 	m->scale_calls = 1;
 	m->gpu_scale = 1.0;
+	m->calibrate = 0;
 }
 
 static int set_us(const struct conf_kv *kv, double *out, char *err, size_t errlen)
@@ -121,7 +122,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 	while ((r = conf_next(&cur, &kv, err, errlen)) > 0) {
 		size_t i, n = sizeof keys / sizeof keys[0];
 		if (!strcmp(kv.key, "free_sync") || !strcmp(kv.key, "scale_calls") ||
-		    !strcmp(kv.key, "timeline")) {
+		    !strcmp(kv.key, "timeline") || !strcmp(kv.key, "calibrate")) {
 			if (strcmp(kv.value, "0") && strcmp(kv.value, "1")) {
 				snprintf(err, errlen, "cost knob %s: '%s' is not 0 or 1", kv.key, kv.value);
 				break;
@@ -130,6 +131,8 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 				m->free_sync = kv.value[0] == '1';
 			else if (kv.key[0] == 's')
 				m->scale_calls = kv.value[0] == '1';
+			else if (kv.key[0] == 'c')
+				m->calibrate = kv.value[0] == '1';
 			else
 				m->timeline = kv.value[0] == '1';
 			continue;
@@ -177,6 +180,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 				r = -1;
 				break;
 			}
+			m->calibrate = 0; /* the user's factor, not the measured one */
 			continue;
 		}
 		for (i = 0; i < n; i++)
@@ -186,7 +190,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
 				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
 				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
-				 "timeline, table, dev_call_us, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
+				 "timeline, calibrate, table, dev_call_us, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
 				 "min_gap_us, launch_latency_us, trace_hit_us)",
 				 kv.key);
 			r = -1;

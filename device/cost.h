@@ -101,6 +101,12 @@ struct cost_model {
 				       * size: the batch fit of kernel time, 1 = as recorded) */
 	double trace_hit_ns;          /* the trace's own allocator cost per a/f record,
 				       * already in its gaps (requests from a caching run) */
+	int calibrate;                /* 1: a capture's uncaptured steps set the share
+				       * (sim/timing.h timing_calibrate); 0 (default; a
+				       * host_scale knob sets it too): the mode's share.
+				       * Off by default: on the H200 it did not bring the
+				       * predictions nearer other processes' steps
+				       * (docs/timing.md, "Measured in the capture itself") */
 	char table_name[64];          /* the cost table in use ("" = fitted curves) */
 	char cap_mode[32];            /* the capture mode the corrections are for */
 	/* provenance: how many API samples the fit used (0 = defaults) */
@@ -132,7 +138,8 @@ void cost_defaults(struct cost_model *m);
 /* Apply knobs "key=value,..." (':' also accepted) over M. Keys:
  * malloc_us, malloc_large_us, malloc_us_per_mib, free_us, free_large_us,
  * free_us_per_mib, map_us, unmap_us, hit_us, free_sync (0|1),
- * api_overhead_us, host_scale (a factor, 0.01 to 100), scale_calls (0|1).
+ * api_overhead_us, host_scale (a factor, 0.01 to 100; turns calibrate off),
+ * scale_calls (0|1), calibrate (0|1).
  * Call costs given as knobs are the costs wanted on the target host, as
  * fitted ones are; they are stored as given. -1 with ERR naming the knob. */
 int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen);

@@ -252,6 +252,18 @@ static uint64_t charge(struct engine *e, uint64_t now, int hit)
 	return t;
 }
 
+/* A range that ran with the capture paused: nothing of its time was
+ * recorded, so it is not replayed; a step's length is kept. */
+static void note_uncaptured(struct engine *e, const struct eng_rec *er)
+{
+	struct sim_result *r = e->res;
+	const struct trace_rec *rec = &er->r;
+	if (!is_step_name(er->rname) ||
+	    VEC_RESERVE(r->uncaptured_step_ns, e->uncaptured_cap, r->nuncaptured_steps + 1, 16) < 0)
+		return;
+	r->uncaptured_step_ns[r->nuncaptured_steps++] = rec->end - rec->start;
+}
+
 static void step_push(struct engine *e, uint64_t dur)
 {
 	struct sim_result *r = e->res;
@@ -781,6 +793,10 @@ static void on_control(struct engine *e, const struct trace_rec *rec, uint64_t n
 static int replay_one(struct engine *e, const struct eng_rec *er, char *err, size_t errlen)
 {
 	const struct trace_rec *rec = &er->r;
+	if (rec->type == TREC_RANGE && rec->u.range.uncaptured) {
+		note_uncaptured(e, er);
+		return 0;
+	}
 	if (!e->have_t0) {
 		e->have_t0 = 1;
 		e->t0 = rec->start;
@@ -1127,6 +1143,7 @@ void sim_result_free(struct sim_result *res)
 	free(res->timeline);
 	free(res->events);
 	free(res->step_ns);
+	free(res->uncaptured_step_ns);
 	free(res->peak_live);
 	free(res->ranges);
 	free(res->foreign_libs);

@@ -208,6 +208,11 @@ struct sim_result {
 					 * when there are two or more; 0 = no steps */
 	uint64_t *step_ns;              /* every step's simulated time */
 	size_t nsteps;
+	/* the recorded lengths of the step ranges that ran with the capture
+	 * paused (`r ... uncaptured`, traces/FORMAT.md): the program's own step
+	 * time on the capture's host, which the replay does not replay */
+	uint64_t *uncaptured_step_ns;
+	size_t nuncaptured_steps;
 	uint64_t mem_api_ns;            /* host time charged for device calls and cache hits */
 	uint64_t mem_wait_ns;           /* host time waiting for the device in device frees */
 	uint64_t api_removed_ns;        /* recorded memory-API time taken out of the trace */

@@ -175,7 +175,7 @@ struct engine {
 	int step_open;
 	uint64_t step_begin;
 	uint64_t step_serial;         /* steps opened so far: the open one's number */
-	size_t steps_cap;
+	size_t steps_cap, uncaptured_cap;
 
 	/* NVTX context for live-at-peak and the stored ranges */
 	struct nv_open nvo[MAX_NV_OPEN];

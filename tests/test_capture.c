@@ -581,7 +581,7 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	snprintf(cmd, sizeof(cmd),
 		 "cd /tmp && GPUMEMSIM_CAPTURE_LIB=%s %s capture -o rel_out.trace.gz --label batch=64 "
 		 "--label model=resnet50 --no-links --api activity --no-source --record memory,kernels "
-		 "--syncs callbacks "
+		 "--syncs callbacks --pause-at-step 8 "
 		 "-- sh -c 'env > %s; exit 3' 2>/dev/null",
 		 lib, bin(), envf);
 	cr_assert_eq(sh(cmd), 3, "exit status passed through");
@@ -597,6 +597,7 @@ Test(capture_launcher, sets_environment_and_passes_exit_status)
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_SOURCE=0\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_RECORD=memory,kernels\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_SYNCS=callbacks\n"));
+	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_PAUSE_STEP=8\n"), "%s", env);
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_ROOT_PID="), "the program's own pid: %s", env);
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_LABELS=batch=64\nmodel=resnet50\n"));
 	cr_assert(strstr(env, "GPUMEMSIM_CAPTURE_REPORT=/tmp/gpumemsim-capture-"));
@@ -633,6 +634,11 @@ Test(capture_launcher, usage_and_failures)
 		{"--syncs sometimes -- true", 2},
 		{"--syncs", 2},
 		{"--syncs callbacks -- true", 0},
+		{"--pause-at-step -- true", 2},
+		{"--pause-at-step x -- true", 2},
+		{"--pause-at-step -1 -- true", 2},
+		{"--pause-at-step 1234567 -- true", 2},
+		{"--pause-at-step 0 -- true", 0},
 		{"--record kernels,bogus -- true", 2},
 		{"--record '' -- true", 2},
 		{"-o", 2},

@@ -453,6 +453,117 @@ Test(timing, requests_merge_by_launch)
 }
 
 /* The CLI: --requests replays the merged trace (and leaves no file). */
+/* host_bound's trace with NSTEPS steps of STEP_NS appended as ranges
+ * that ran with the capture paused. */
+static void host_bound_paused(char *path, size_t len, int nsteps, uint64_t step)
+{
+	host_bound(path, len, NULL);
+	/* the ranges go before the trailer, which counts them */
+	char *text = th_slurp(path);
+	cr_assert_not_null(text);
+	char *end = strstr(text, "\nend ");
+	unsigned long nrec = 0, dropped = 0;
+	cr_assert(end && sscanf(end, "\nend %lu %lu", &nrec, &dropped) == 2, "%s", text);
+	end[1] = '\0';
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	free(text);
+	/* after host_bound's last record (its tail range ends before 2 ms) */
+	uint64_t t = 2000000;
+	for (int i = 0; i < nsteps; i++) {
+		fprintf(f, "S %d step %d\nr %lu %lu %d 0 uncaptured\n", 6 + i, 3 + i,
+			(unsigned long)t, (unsigned long)(t + step), 6 + i);
+		t += step + 1000;
+	}
+	fprintf(f, "end %lu %lu\n", nrec + (unsigned long)nsteps, dropped);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* The capture's share measured by its uncaptured steps (calibrate=1): the
+ * share at which the replayed steady step is theirs. host_bound's step at
+ * share s is 200 us x (1 - s) + 8 us, so 130 us steps mean s = 0.39. */
+Test(timing, calibration_finds_the_share)
+{
+	char path[64], err[512] = "";
+	struct cost_model m;
+	struct timing_calibration cal;
+	host_bound_paused(path, sizeof path, 3, 130000);
+	/* off by default: the mode's share, the uncaptured steps only read */
+	fit(path, NULL, &m);
+	cr_assert_eq(timing_calibrate(path, &m, &cal, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(cal.measured, 0);
+	cr_assert_float_eq(m.host_scale, 0.75, 1e-9);
+	struct sim_result r;
+	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc, .cost = &m};
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.nsteps, 3, "the paused steps are not replayed: %zu", r.nsteps);
+	cr_assert_eq(r.nuncaptured_steps, 3);
+	cr_assert_eq(r.uncaptured_step_ns[2], 130000);
+	sim_result_free(&r);
+
+	fit(path, "calibrate=1", &m);
+	cr_assert_eq(timing_calibrate(path, &m, &cal, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(cal.measured, 1);
+	cr_assert_eq(cal.at_bound, 0);
+	cr_assert_eq(cal.uncaptured_steps, 3);
+	cr_assert_eq(cal.uncaptured_ns, 130000);
+	cr_assert_float_eq(cal.mode_share, 0.25, 1e-9);
+	cr_assert_float_eq(cal.share, 0.39, 0.002, "%f", cal.share);
+	cr_assert_float_eq(m.host_scale, 1.0 - cal.share, 1e-12);
+	cr_assert_str_eq(m.cap_mode, "measured");
+	uint64_t s = step_ns(path, &policy_cuda_malloc, &m);
+	cr_assert(s > 129000 && s < 131000, "%lu", (unsigned long)s);
+
+	/* within 1% of the mode's share's step: the mode's share stays */
+	host_bound_paused(path, sizeof path, 2, 158500);
+	fit(path, "calibrate=1", &m);
+	cr_assert_eq(timing_calibrate(path, &m, &cal, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(cal.measured, 1);
+	cr_assert_float_eq(cal.share, 0.25, 1e-9);
+
+	/* slower than the recorded host: the share cannot go below 0; said */
+	host_bound_paused(path, sizeof path, 1, 300000);
+	fit(path, "calibrate=1", &m);
+	cr_assert_eq(timing_calibrate(path, &m, &cal, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(cal.at_bound, 1);
+	cr_assert_float_eq(cal.share, 0, 1e-9);
+
+	/* a host_scale knob is the user's: no calibration */
+	fit(path, "calibrate=1,host_scale=0.5", &m);
+	cr_assert_eq(timing_calibrate(path, &m, &cal, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(cal.measured, 0);
+	cr_assert_float_eq(m.host_scale, 0.5, 1e-9);
+	unlink(path);
+}
+
+/* A real capture paused at step 8 on the H200 (traces/timing/paused):
+ * eight steps replayed, the five paused ones read, and the calibration
+ * reaches their median. */
+Test(timing, cli_paused_capture)
+{
+	char cmd[1024], buf[65536];
+	const char *t = "traces/timing/paused/resnet18-b32-cap-caching.trace.gz";
+	snprintf(cmd, sizeof cmd, "%s run %s --policy pytorch --timing --no-db --json | jq -c "
+		 "'[(.steps_ns | length), (.uncaptured_steps_ns | length), .timing.calibration]'",
+		 th_bin(), t);
+	if (!th_have("jq"))
+		cr_skip("needs jq");
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	cr_assert_str_eq(buf, "[8,5,null]\n");
+	snprintf(cmd, sizeof cmd, "%s run %s --policy pytorch --cost calibrate=1 --no-db --json | jq -r "
+		 "'.timing.calibration | \"\\(.at_bound) \\(.replayed_step_ns / .uncaptured_step_ns)\"'",
+		 th_bin(), t);
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	double ratio = 0;
+	cr_assert(!strncmp(buf, "false ", 6), "%s", buf);
+	cr_assert_eq(sscanf(buf + 6, "%lf", &ratio), 1, "%s", buf);
+	cr_assert(ratio > 0.99 && ratio < 1.01, "%s", buf);
+	snprintf(cmd, sizeof cmd, "%s run %s --policy pytorch --timing --no-db", th_bin(), t);
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	cr_assert(strstr(buf, "uncaptured steps 5,"), "%s", buf);
+}
+
 Test(timing, cli_requests)
 {
 	const char *bin = th_bin();

@@ -178,6 +178,7 @@ static void assert_same(const struct trace_rec *a, const struct trace_rec *b)
 	case TREC_RANGE:
 		cr_assert_eq(a->u.range.name, b->u.range.name);
 		cr_assert_eq(a->u.range.depth, b->u.range.depth);
+		cr_assert_eq(a->u.range.uncaptured, b->u.range.uncaptured);
 		break;
 	case TREC_API:
 		cr_assert_eq(a->u.api.name, b->u.api.name);
@@ -777,7 +778,32 @@ Test(trace, api_own_fields_round_trip)
 	cr_assert(strstr(text, " 42 0 0\n"), "a measured zero is written:\n%s", text);
 }
 
-/* One graph field (or three) is an error naming the file and line. */
+/* A range that ran with the capture paused carries the trailing word
+ * `uncaptured`; one without it reads as before. */
+Test(trace, range_uncaptured_round_trip)
+{
+	const char *path = tpath("uncaptured.trace");
+	char err[512];
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	struct trace_header h = {.producer = "test"};
+	cr_assert_eq(trace_writer_header(w, &h), 0);
+	uint32_t name = trace_writer_intern(w, "step 8");
+	struct trace_rec recs[2];
+	memset(recs, 0, sizeof recs);
+	for (int i = 0; i < 2; i++) {
+		recs[i].type = TREC_RANGE;
+		recs[i].start = 1000 + 100 * (uint64_t)i;
+		recs[i].end = recs[i].start + 50;
+		recs[i].u.range.name = name;
+	}
+	recs[1].u.range.uncaptured = 1;
+	char text[2048];
+	write_read_back(w, path, recs, 2, text, sizeof text);
+	cr_assert(strstr(text, "r 1000 +50 0 0\n"), "%s", text);
+	cr_assert(strstr(text, "r +100 +50 0 0 uncaptured\n"), "%s", text);
+}
+
 static void expect_bad_text(const char *name, const char *body, int line, const char *what)
 {
 	const char *path = tpath(name);
@@ -810,6 +836,13 @@ Test(trace, bad_graph_field_count)
 			"bad <graph> in 'c' record");
 	expect_bad_text("g7.trace", "k 10 +5 7 0 1,1,1 1,1,1 0 0 9 - 1 x\n", 3,
 			"bad <node> in 'k' record");
+}
+
+Test(trace, bad_range_flag)
+{
+	expect_bad_text("u1.trace", "r 10 +5 0 0 uncapturedx\n", 3, "extra field in 'r' record");
+	expect_bad_text("u2.trace", "r 10 +5 0 0 uncaptured 1\n", 3, "extra field in 'r' record");
+	expect_bad_text("u3.trace", "r 10 +5 0 0 captured\n", 3, "extra field in 'r' record");
 }
 
 Test(trace, bad_api_own_fields)

@@ -131,6 +131,10 @@ struct trace_sync {          /* TREC_SYNC */
 struct trace_range {         /* TREC_RANGE */
 	uint32_t name;       /* string id */
 	uint32_t depth;      /* nesting depth at push, 0 = outermost */
+	/* 1: the range ran while the capture was paused (`capture
+	 * --pause-at-step`): nothing else was recorded inside it, and its
+	 * length is the uncaptured program's own (docs/timing.md). */
+	uint8_t uncaptured;
 };
 
 struct trace_api {           /* TREC_API */

@@ -613,6 +613,12 @@ static int rd_range_api(struct trace_reader *r, const char *p, char tag, struct 
 		rec->type = TREC_RANGE;
 		TRY(rd_sid(r, &p, tag, "name", 0, &rec->u.range.name));
 		TRY(rd_u32(r, &p, tag, "depth", &rec->u.range.depth));
+		/* optional trailing word: the range ran with the capture paused */
+		rec->u.range.uncaptured = 0;
+		if (!strncmp(p, "uncaptured", 10) && p[10] == '\n') {
+			rec->u.range.uncaptured = 1;
+			p += 10;
+		}
 	} else {
 		struct trace_api *a = &rec->u.api;
 		rec->type = TREC_API;

@@ -534,6 +534,8 @@ int trace_writer_record(struct trace_writer *w, const struct trace_rec *rec)
 			return w->status;
 		p = wr_sp_u64(p, rec->u.range.name);
 		p = wr_sp_u64(p, rec->u.range.depth);
+		if (rec->u.range.uncaptured)
+			p = wr_word(p, "uncaptured");
 		break;
 	case TREC_API:
 		if (wr_check_sid(w, rec->u.api.name, 0, "api name") < 0)
