@@ -51,7 +51,7 @@ $(PROBE_MODULES): capture/tests/gpu_probe_modules.cu
 $(PROBE_CHECK): capture/tests/gpu_probe_check.c $(LIBSIM)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBSIM) $(LDLIBS)
 
-gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK) $(PROBE_MODULES)
+gpu-test: capture $(PROBE_BIN) $(PROBE_CHECK) $(PROBE_MODULES) cnn
 	sh capture/tests/gpu_test.sh $(BUILD)
 
 # CUPTI-record tests: hand-built CUpti_Activity* structs through the

@@ -66,4 +66,27 @@ for mode in activity callbacks; do
 		exit bad
 	}' || { echo "gpu-test: FAIL (modules/graph records, syncs $mode)"; exit 1; }
 done
+# --pause-at-step (capture/inject_pause.c): the CUDA C CNN (make cnn) paused
+# at step 3 of 6 writes a trace that validates and replays, whose steps 3-5
+# are `uncaptured` ranges with no other record starting inside them, and
+# whose replay has the 3 recorded steps.
+if [ -x "$B/cnn" ]; then
+	T="$OUT/cnn-paused.trace.gz"
+	"$B/gpumemsim" capture -o "$T" --pause-at-step 3 -- "$B/cnn" --steps 6 --batch 8 >/dev/null ||
+		{ echo "gpu-test: FAIL (cnn under --pause-at-step)"; exit 1; }
+	"$B/gpumemsim" trace validate "$T" || { echo "gpu-test: FAIL (paused trace does not validate)"; exit 1; }
+	"$B/gpumemsim" run "$T" --policy cuda_malloc --timing --no-db >"$OUT/cnn-paused.run" ||
+		{ echo "gpu-test: FAIL (paused trace does not replay)"; exit 1; }
+	grep -q '^uncaptured steps 3,' "$OUT/cnn-paused.run" || { cat "$OUT/cnn-paused.run"; echo "gpu-test: FAIL (paused steps)"; exit 1; }
+	# (frees may follow: the module globals the capture frees at exit)
+	"$B/gpumemsim" trace cat "$T" | awk '
+	$1 == "r" && $NF == "uncaptured" { if (!t0 || $2 < t0) t0 = $2; if ($4 == "\"step") nu++; next }
+	$1 ~ /^[akcmyp]$/ { last = $2 > last ? $2 : last; if ($1 == "k") nk++ }
+	END {
+		printf "pause: %d uncaptured step ranges (want 3), %d kernels, last record at %s, pause at %s\n", nu, nk, last, t0
+		exit !(nu == 3 && nk > 0 && t0 && last < t0)
+	}' || { echo "gpu-test: FAIL (records after the pause)"; exit 1; }
+else
+	echo "gpu-test: pause check not run ($B/cnn missing: make cnn needs nvcc and cuDNN)"
+fi
 echo "gpu-test: PASS"
