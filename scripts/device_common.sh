@@ -15,6 +15,9 @@
 #   (CUDA_MODULE_LOADING=...) reach the processes; notes the traces made.
 # device_jax_python: $JPY, the first python that imports jax, flax and optax
 #   ($JAX_PYTHON first), or empty.
+# device_build: build/gpumemsim and the capture library when either is
+#   missing (device_devdeps first; the log in $W/build.log); on failure
+#   notes it, packs and exits 1. Call after device_work.
 # device_devdeps: SQLite's and zlib's headers and libraries from
 #   .devdeps/*.deb (the device has no package manager; carry .devdeps with
 #   the run), for a build there.
@@ -65,4 +68,13 @@ device_jax_python() {
 		[ -x "$c" ] || command -v "$c" >/dev/null 2>&1 || continue
 		"$c" -c "import jax, flax, optax" >/dev/null 2>&1 && { JPY=$c; return 0; }
 	done
+}
+
+device_build() {
+	[ -x build/gpumemsim ] && [ -f build/libgpumemsim_capture.so ] && return 0
+	device_devdeps
+	make -j16 > "$W/build.log" 2>&1 && make capture >> "$W/build.log" 2>&1 && return 0
+	note "build failed (build.log)"
+	pack
+	exit 1
 }

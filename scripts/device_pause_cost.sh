@@ -28,10 +28,7 @@ minimal --record_nvtx_--api_off_--no-links"}
 DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
 export PYTHONUNBUFFERED=1 GPUMEMSIM_CAPTURE_VERBOSE=1
-if [ ! -x "$bin" ] || [ ! -f build/libgpumemsim_capture.so ]; then
-	device_devdeps
-	make -j16 > "$W/build.log" 2>&1 && make capture >> "$W/build.log" 2>&1 || { note "build failed"; pack; exit 1; }
-fi
+device_build
 note "built"
 printf 'model\tbatch\tcaching\tround\tconfig\tstep\tms\n' > "$W/steps.tsv"
 # one run: MODEL BATCH CACHING ROUND CONFIG [capture options...]

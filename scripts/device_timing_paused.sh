@@ -35,10 +35,7 @@ export PYTHONUNBUFFERED=1
 	"$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cudnn", torch.backends.cudnn.version())'
 	nproc
 } > "$W/env.txt" 2>&1
-if [ ! -x "$bin" ] || [ ! -f build/libgpumemsim_capture.so ]; then
-	device_devdeps
-	make -j16 > "$W/build.log" 2>&1 && make capture >> "$W/build.log" 2>&1 || { note "build failed"; pack; exit 1; }
-fi
+device_build
 note "built"
 left() { echo $((DEADLINE - (SECONDS - T0))); }
 
