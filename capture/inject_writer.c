@@ -197,6 +197,8 @@ static void cap_finalize(void)
 		c.rec.start = cap_ranges[i].start;
 		c.rec.end = cap_last_ts > c.rec.start ? cap_last_ts : c.rec.start;
 		c.rec.u.range.depth = cap_ranges[i].depth;
+		/* a step killed while the capture was paused is still not replayed */
+		c.rec.u.range.uncaptured = cap_range_uncaptured(cap_ranges[i].name, cap_ranges[i].start);
 		c.name = cap_ranges[i].name;
 		cap_conv_push(cap_conv, &c);
 		free(cap_ranges[i].name);
