@@ -562,6 +562,13 @@ Test(timing, cli_paused_capture)
 	snprintf(cmd, sizeof cmd, "%s run %s --policy pytorch --timing --no-db", th_bin(), t);
 	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
 	cr_assert(strstr(buf, "uncaptured steps 5,"), "%s", buf);
+	/* the what-ifs see the recorded steps only */
+	char out[64];
+	th_tmpname(out, sizeof out, "paused_compile");
+	snprintf(cmd, sizeof cmd, "%s whatif compile %s -o %s --json | jq -c .steps", th_bin(), t, out);
+	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 0, "%s", buf);
+	cr_assert_str_eq(buf, "8\n");
+	unlink(out);
 }
 
 Test(timing, cli_requests)

@@ -305,6 +305,9 @@ int bf_load(const char *path, struct bf_trace **out, char *err, size_t errlen)
 	}
 	int rc;
 	while ((rc = trace_reader_next(r, &rec)) == TRACE_OK) {
+		/* steps run with the capture paused recorded nothing to align */
+		if (rec.type == TREC_RANGE && rec.u.range.uncaptured)
+			continue;
 		if (push_rec(t, &cap, &cap_links, &rec) < 0) {
 			snprintf(err, errlen, "%s: out of memory", path);
 			goto out;

@@ -162,7 +162,8 @@ int compile_ranges_read(struct trace_reader *rd, const struct compile_range_want
 	struct trace_rec rec;
 	int st;
 	while ((st = trace_reader_next(rd, &rec)) == TRACE_OK) {
-		if (rec.type != TREC_RANGE)
+		/* a step run with the capture paused holds no records to rewrite */
+		if (rec.type != TREC_RANGE || rec.u.range.uncaptured)
 			continue;
 		const char *nm = trace_reader_string(rd, rec.u.range.name);
 		struct compile_range r = {rec.start, rec.end};
