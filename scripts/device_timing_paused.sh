@@ -12,7 +12,10 @@
 #   MODEL-bB-cap-caching       captured for STEPS steps, then paused
 #   MODEL-bB-cap-nocaching     the same without caching
 # Captures use `--pause-at-step STEPS` (default 8): their last PAUSED
-# (default 5) steps run with the capture off, as `r ... uncaptured` ranges.
+# (default 5) steps run with the capture off, as `r ... uncaptured` ranges;
+# and CAPTURE_OPTS (default --no-source, the README's advice for step-time
+# captures; traces/timing/paused was made before, with the source on: set
+# CAPTURE_OPTS= to repeat it).
 # OUT gets timing.tsv (model batch captured caching mean_ms rc, the mean of
 # steps 3..STEPS-1; for captures also the mean of the paused steps), one
 # timing-paused.tgz (traces, step-time JSONs, logs; repacked after every
@@ -27,6 +30,7 @@ device_work timing-paused
 RUNS=${RUNS:-"resnet18:32 mobilenet_v2:32 resnet50:32 densenet121:32 resnet18:128 mobilenet_v2:128 resnet50:128 densenet121:128"}
 STEPS=${STEPS:-8}
 PAUSED=${PAUSED:-5}
+CAPTURE_OPTS=${CAPTURE_OPTS---no-source}
 DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
 export PYTHONUNBUFFERED=1
@@ -51,7 +55,8 @@ timed() {
 	local run=("$py" capture/torch/train_torch.py --mode capture --model "$m" --batch "$b" --img 224
 		--steps $((STEPS + PAUSED)) --warmup 3 --json "$j")
 	if [ "$cap" = 1 ]; then
-		"${envs[@]}" timeout 120 "$bin" capture --pause-at-step "$STEPS" --label workload=torch \
+		# shellcheck disable=SC2086
+		"${envs[@]}" timeout 120 "$bin" capture --pause-at-step "$STEPS" $CAPTURE_OPTS --label workload=torch \
 			--label model="$m" --label batch="$b" --label caching="$caching" \
 			-o "$d/$name.trace.gz" -- "${run[@]}" > "$d/$name.log" 2>&1
 	else
