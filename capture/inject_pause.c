@@ -16,7 +16,6 @@
  * before stays a complete trace of the first K steps.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <generated_nvtx_meta.h>
@@ -27,17 +26,6 @@ int cap_pause_step = -1;                  /* GPUMEMSIM_CAPTURE_PAUSE_STEP; -1: n
 atomic_ullong cap_paused_at;              /* CUPTI time of the pause, 0: not paused */
 static char cap_pause_name[32];           /* the range that paused it: "step K" */
 static int cap_pause_range_seen;          /* its START was flagged (cap_lock held) */
-
-/* The step number of an NVTX message "step N" (the simulator's step ranges,
- * sim/engine.c), -1 for any other message. */
-static long step_number(const char *msg)
-{
-	char *end;
-	if (!msg || strncmp(msg, "step ", 5) || msg[5] < '0' || msg[5] > '9')
-		return -1;
-	long n = strtol(msg + 5, &end, 10);
-	return *end ? -1 : n;
-}
 
 /* Everything but the NVTX ranges off. Runs once, on the thread that pushed
  * the range, inside CUPTI's NVTX callback (CUPTI allows enabling and
@@ -85,7 +73,8 @@ void cap_nvtx_cb(CUpti_CallbackId id, const CUpti_NvtxData *d)
 		if (a && a->messageType == NVTX_MESSAGE_TYPE_ASCII)
 			msg = a->message.ascii;
 	}
-	if (step_number(msg) >= cap_pause_step)
+	uint64_t n;
+	if (trace_step_number(msg, &n) && n >= (uint64_t)cap_pause_step)
 		cap_pause(msg);
 }
 

@@ -44,18 +44,6 @@ static int is_launch(const char *n)
 	return n && strstr(n, "Launch") && n[0] == 'c';
 }
 
-static int step_no(const char *n, uint64_t *k)
-{
-	if (!n || strncmp(n, "step ", 5))
-		return 0;
-	char *end;
-	unsigned long long v = strtoull(n + 5, &end, 10);
-	if (end == n + 5 || *end)
-		return 0;
-	*k = v;
-	return 1;
-}
-
 static int load(struct side *s, const char *path, char *err, size_t errlen)
 {
 	s->rd = trace_reader_start(path, err, errlen);
@@ -73,7 +61,7 @@ static int load(struct side *s, const char *path, char *err, size_t errlen)
 		s->rec[s->n++] = r;
 		uint64_t k;
 		if (r.type == TREC_RANGE &&
-		    step_no(trace_reader_string(s->rd, r.u.range.name), &k) && k < 100000) {
+		    trace_step_number(trace_reader_string(s->rd, r.u.range.name), &k) && k < 100000) {
 			size_t need = (size_t)k + 1;
 			if (VEC_RESERVE(s->step_start, s->cap_ss, need, 64) < 0 ||
 			    VEC_RESERVE(s->step_end, s->cap_se, need, 64) < 0)

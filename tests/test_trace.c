@@ -592,6 +592,22 @@ Test(trace, names)
 	cr_assert_str_eq(trace_sync_kind_name(TSYNC_STREAM_WAIT_EVENT), "stream_wait_event");
 }
 
+/* "step N": decimal digits and nothing else. */
+Test(trace, step_number)
+{
+	uint64_t n = 7;
+	cr_assert(trace_step_number("step 0", &n) && n == 0);
+	cr_assert(trace_step_number("step 12", &n) && n == 12);
+	cr_assert(trace_step_number("step 18446744073709551605", &n) && n == 18446744073709551605ull);
+	const char *bad[] = {NULL, "", "step", "step ", "step  3", "step +3", "step -3", "step 3 ",
+			     "step 3a", "step_3", "Step 3", "forward", "step 99999999999999999999"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		n = 7;
+		cr_assert_eq(trace_step_number(bad[i], &n), 0, "'%s'", bad[i] ? bad[i] : "(null)");
+		cr_assert_eq(n, 7, "'%s' set N", bad[i] ? bad[i] : "(null)");
+	}
+}
+
 Test(trace, rewind_refused_after_failed_open)
 {
 	struct trace_reader *r = trace_reader_open("tests/data/bad/bad_version.trace");

@@ -284,8 +284,8 @@ static int range_event(struct kin *k, const struct kj_node *ev, const char *name
 		snprintf(buf, sizeof buf, "step %" PRId64, step);
 		name = buf;
 	}
-	if (name && !strncmp(name, "step ", 5) && name[5] && strspn(name + 5, "0123456789") ==
-	    strlen(name + 5))
+	uint64_t stepn;
+	if (trace_step_number(name, &stepn))
 		k->st.steps++;   /* ProfilerStep#N, or a record_function("step N") of the user's */
 	struct kr *r = push(k, KR_RANGE, line);
 	if (!r || times(k, ev, r, 1, "a range", line) < 0)

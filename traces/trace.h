@@ -329,5 +329,9 @@ const char *trace_segment_op_name(uint32_t op);
  * for values out of range. Added for the reader, writer and trace cat. */
 const char *trace_copy_kind_name(uint32_t kind);
 const char *trace_sync_kind_name(uint32_t kind);
+/* The N of a step range's name "step N" (N decimal digits, nothing after):
+ * 1 with *N set, 0 for any other name (NULL included). The capture's pause,
+ * the importers and the timing merge read step numbers through it. */
+int trace_step_number(const char *name, uint64_t *n);
 
 #endif /* TRACES_TRACE_H */

@@ -3,6 +3,8 @@
  * in one place so the reader, the writer, `trace cat` and `trace stats`
  * can never disagree about how a record or a control is spelled.
  */
+#include <string.h>
+
 #include "trace.h"
 
 static const char rec_tags[TREC_COUNT] = {'a', 'f', 'k', 'c', 'm', 'y', 'r', 'p', 'x', 'g'};
@@ -69,4 +71,18 @@ const char *trace_sync_kind_name(uint32_t kind)
 	if (kind >= sizeof sync_names / sizeof sync_names[0])
 		return "unknown";
 	return sync_names[kind];
+}
+
+int trace_step_number(const char *name, uint64_t *n)
+{
+	if (!name || strncmp(name, "step ", 5) || !name[5])
+		return 0;
+	uint64_t v = 0;
+	for (const char *p = name + 5; *p; p++) {
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
+			return 0;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*n = v;
+	return 1;
 }
