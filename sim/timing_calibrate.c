@@ -104,23 +104,22 @@ int timing_calibrate(const char *trace, struct cost_model *cm, struct timing_cal
 	double s = s0;
 	uint64_t p = p0;
 	if (p0 > u * (1 + CAL_KEEP) || p0 < u * (1 - CAL_KEEP)) {
-		/* the step falls as the share grows: search the side of s0 the
-		 * uncaptured step lies on */
-		double lo = p0 > u ? s0 : 0, hi = p0 > u ? CAL_SHARE_MAX : s0;
-		uint64_t plo = p0 > u ? p0 : 0, phi = p0 > u ? 0 : p0;
-		if (p0 > u) {
-			if (replay_at(trace, cm, hi, &phi, NULL, NULL, err, errlen) < 0)
-				return -1;
-		} else if (replay_at(trace, cm, lo, &plo, NULL, NULL, err, errlen) < 0) {
+		/* the step falls as the share grows: the target lies between s0
+		 * and the bound on its side (more share when the replay is slower) */
+		double bound = p0 > u ? CAL_SHARE_MAX : 0;
+		uint64_t pb;
+		if (replay_at(trace, cm, bound, &pb, NULL, NULL, err, errlen) < 0)
 			return -1;
-		}
-		if (phi >= u) {
-			s = hi, p = phi;      /* slower than the capture's host at the bound */
-			cal->at_bound = 1;
-		} else if (plo <= u) {
-			s = lo, p = plo;      /* faster than the capture's host already */
+		if (p0 > u ? pb >= u : pb <= u) {
+			/* not reached even at the bound: the uncaptured steps ran
+			 * faster than the replay can (CAL_SHARE_MAX) or slower than
+			 * the recorded host (share 0) */
+			s = bound, p = pb;
 			cal->at_bound = 1;
 		} else {
+			/* plo > u > phi throughout */
+			double lo = p0 > u ? s0 : bound, hi = p0 > u ? bound : s0;
+			uint64_t plo = p0 > u ? p0 : pb, phi = p0 > u ? pb : p0;
 			for (int i = 0; i < CAL_ROUNDS; i++) {
 				double mid = (lo + hi) / 2;
 				uint64_t pm;
