@@ -45,14 +45,12 @@ die() { echo "timing_accuracy.sh: $*" >&2; exit 1; }
 command -v jq >/dev/null || die "needs jq"
 [ -r "$H/timing.tsv" ] || die "$H/timing.tsv: missing"
 
-# mean step (ms) after the warm-up of `run --json` on stdin
-mean_steps() { jq -r --argjson w "$W" '.steps_ns[$w:] | if length == 0 then 0 else add / length / 1e6 end'; }
+. "$(dirname "$0")/timing_lib.sh"
 # pred TRACE POLICY KNOBS [--requests FILE]
 pred() {
 	local tr=$1 pol=$2 k=$3
 	shift 3
-	"$G" run "$tr" --policy "$pol" --cost "$k" "$@" --no-db --json | mean_steps ||
-		die "run $tr $pol $k failed"
+	tl_pred "$G" "$W" "$tr" "$pol" "$k" "$@" || die "run $tr $pol $k failed"
 }
 # real MODEL BATCH CAPTURED CACHING: the mean step (ms) of timing.tsv
 real() { awk -v m="$1" -v b="$2" -v c="$3" -v k="$4" '$1 == m && $2 == b && $3 == c && $4 == k { print $5 }' "$H/timing.tsv"; }

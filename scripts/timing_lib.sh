@@ -1,12 +1,23 @@
-# timing_lib.sh: shell helpers shared by scripts/timing_accuracy.sh and
-# scripts/cnn_timing.sh (issue 6, docs/timing.md): relative errors, their
-# median and max, and the bisection that fits one cost knob to a measured
-# step time. Sourced, not run.
+# timing_lib.sh: shell helpers shared by scripts/timing_accuracy.sh,
+# scripts/timing_paused.sh and scripts/cnn_timing.sh (issues 6 and 15,
+# docs/timing.md): a replay's mean step, relative errors, their median and
+# max, and the bisection that fits one cost knob to a measured step time.
+# Sourced, not run.
 
 # err PREDICTED MEASURED: signed relative error, "+1.2%"; "-" when either is "-"
 tl_err() {
 	if [ "$1" = - ] || [ "$2" = - ]; then echo -; return; fi
 	awk -v p="$1" -v m="$2" 'BEGIN { printf "%+.1f%%", (p - m) / m * 100 }'
+}
+
+# tl_pred GPUMEMSIM WARMUP TRACE POLICY KNOBS [ARGS...]: the mean step (ms)
+# after WARMUP steps of `run TRACE --policy POLICY --cost KNOBS ARGS --json`
+# (0 when there are none); the pipeline's status is jq's
+tl_pred() {
+	local g=$1 w=$2 t=$3 p=$4 k=$5
+	shift 5
+	"$g" run "$t" --policy "$p" --cost "$k" "$@" --no-db --json |
+		jq -r --argjson w "$w" '.steps_ns[$w:] | if length == 0 then 0 else add / length / 1e6 end'
 }
 
 # tl_summary ERRORS...: "median |error| M%, max N% (K figures)" of the

@@ -34,8 +34,7 @@ steps() { jq -r --argjson a "$2" --argjson b "$3" '.step_s[$a:$b] | add / length
 pred() {
 	local t=$1 p=$2 k=$3
 	shift 3
-	"$G" run "$t" --policy "$p" --cost "$k" "$@" --no-db --json |
-		jq -r '.steps_ns[3:] | add / length / 1e6' || die "run $t $p $k failed"
+	tl_pred "$G" 3 "$t" "$p" "$k" "$@" || die "run $t $p $k failed"
 }
 share() { "$G" run "$1" --policy pytorch --cost calibrate=1 --no-db --json | jq -r '.timing | "\(.capture_share * 1000 | round / 1000)\(if .calibration.at_bound then " (bound)" else "" end)"'; }
 f1() { awk -v x="$1" 'BEGIN { printf "%.1f", x }'; }
