@@ -49,6 +49,11 @@ Test(cost, knobs_parse_and_bad_knob_is_named)
 	cr_assert(strstr(err, "malloc_ms"), "%s", err);
 	cr_assert_eq(cost_parse(&m, "free_sync=2", err, sizeof err), -1);
 	cr_assert(strstr(err, "free_sync"), "%s", err);
+	cr_assert_eq(m.calibrate, 0, "off by default");
+	cr_assert_eq(cost_parse(&m, "calibrate=1", err, sizeof err), 0, "%s", err);
+	cr_assert_eq(m.calibrate, 1);
+	cr_assert_eq(cost_parse(&m, "calibrate=yes", err, sizeof err), -1);
+	cr_assert(strstr(err, "calibrate") && strstr(err, "not 0 or 1"), "%s", err);
 }
 
 /* Small mallocs take 5 us, large ones 100 us + 10 us/MiB, frees 3 us of
