@@ -61,7 +61,7 @@ static const struct cli_opt run_opts[] = {
 			   "the capture's own calls where it has enough;\n"
 			   "docs/timing.md)"},
 	{"--cost", "KNOBS", "override the model's constants (implies --timing), e.g.\n"
-			    "\"hit_us=1,dev_call_us=12,host_scale=0.75,gpu_scale=2\";\n"
+			    "\"hit_us=1,dev_call_us=6,host_scale=0.75,gpu_scale=2\";\n"
 			    "timeline=0: the earlier model (fitted medians, the\n"
 			    "captured host kept); calibrate=1: the capture's share\n"
 			    "of the host measured by its uncaptured steps\n"
@@ -303,6 +303,7 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 			json_kv_string(&j, "capture_mode", cm->cap_mode);
 			json_kv_double(&j, "capture_share", cm->scale_calls ? 0 : 1.0 - cm->host_scale);
 			json_kv_double(&j, "dev_call_us", cm->dev_call_ns / 1e3);
+			json_kv_double(&j, "dev_call_frac", cm->dev_call_frac);
 			json_kv_double(&j, "cap_api_us", cm->cap_api_ns / 1e3);
 			json_kv_double(&j, "cap_call_us", cm->cap_call_ns / 1e3);
 			json_kv_double(&j, "cap_mem_us", cm->cap_mem_ns / 1e3);

@@ -148,6 +148,14 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			m->malloc_c.extra_ns = m->free_c.extra_ns = m->dev_call_ns;
 			continue;
 		}
+		if (!strcmp(kv.key, "dev_call_frac")) {
+			if (conf_double(&kv, 0, 10, &m->dev_call_frac, err, errlen) < 0) {
+				r = -1;
+				break;
+			}
+			m->malloc_c.extra_frac = m->free_c.extra_frac = m->dev_call_frac;
+			continue;
+		}
 		if (!strcmp(kv.key, "table")) {
 			/* a measured cost table file (TSV), or "none": the fit */
 			if (!strcmp(kv.value, "none")) {
@@ -190,7 +198,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
 				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
 				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
-				 "timeline, calibrate, table, dev_call_us, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
+				 "timeline, calibrate, table, dev_call_us, dev_call_frac, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
 				 "min_gap_us, launch_latency_us, trace_hit_us)",
 				 kv.key);
 			r = -1;

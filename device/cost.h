@@ -41,6 +41,9 @@ struct cost_curve {
 	double large_ns_per_mib;
 	double extra_ns;          /* added to every call: the framework's own host work
 				   * around a device call (timeline model, dev_call_us) */
+	double extra_frac;        /* and in proportion to the call's own cost: the host
+				   * runs slower after an expensive driver call
+				   * (dev_call_frac) */
 	uint32_t ntab;            /* 0: no table */
 	uint64_t tab_lo[COST_TAB_MAX]; /* bin i holds bytes in [tab_lo[i], tab_lo[i+1]) */
 	double tab_ns[COST_TAB_MAX];
@@ -90,6 +93,10 @@ struct cost_model {
 				       * (PyTorch's no-caching path): in the trace's gap before
 				       * each recorded cudaMalloc/cudaFree, taken out with it, and
 				       * charged with every device call the policy makes */
+	double dev_call_frac;         /* the same in proportion to each device call's own cost
+				       * (the host runs slower after an expensive driver
+				       * call): taken out of the gaps after each recorded
+				       * cudaMalloc/cudaFree, charged with the policy's */
 	double cap_range_ns;          /* per recorded NVTX range (push + pop) */
 	double cap_own;               /* factor on the capture's own time the trace measured
 				       * (a 'p' record's own_ns: inside the injection library
@@ -144,8 +151,9 @@ void cost_defaults(struct cost_model *m);
  * fitted ones are; they are stored as given. -1 with ERR naming the knob. */
 int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen);
 
-/* Host ns of one call of BYTES on curve C. */
-static inline uint64_t cost_curve_ns(const struct cost_curve *c, uint64_t bytes)
+/* Host ns of the device call of BYTES on curve C alone, without the
+ * framework's work around it. */
+static inline double cost_curve_call_ns(const struct cost_curve *c, uint64_t bytes)
 {
 	double v;
 	if (c->ntab) {
@@ -157,7 +165,14 @@ static inline uint64_t cost_curve_ns(const struct cost_curve *c, uint64_t bytes)
 		v = bytes < COST_SMALL_LIMIT ? c->small_ns
 			: c->large_ns + c->large_ns_per_mib * (double)bytes / (double)(1u << 20);
 	}
-	v += c->extra_ns;
+	return v;
+}
+
+/* Host ns of one call of BYTES on curve C, the framework's work with it. */
+static inline uint64_t cost_curve_ns(const struct cost_curve *c, uint64_t bytes)
+{
+	double v = cost_curve_call_ns(c, bytes);
+	v += v * c->extra_frac + c->extra_ns;
 	return v > 0 ? (uint64_t)(v + 0.5) : 0;
 }
 

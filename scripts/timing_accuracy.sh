@@ -3,9 +3,11 @@
 # model, docs/timing.md) predicts UNCAPTURED step times on the H200, with
 # no per-capture fitting (issue 15).
 #
-#   scripts/timing_accuracy.sh [GPUMEMSIM [TRACES_DIR]]
+#   scripts/timing_accuracy.sh [GPUMEMSIM [TRACES_DIR [SET]]]
 #
-# Data: TRACES_DIR/timing/h200 (README there): for each model and batch,
+# Data: TRACES_DIR/SET, by default timing/h200 (traces/timing/README.md;
+# timing/nosource is the same layout, captured with --no-source, both
+# batch sizes of a model on one host): for each model and batch,
 # four runs of the same 8 training steps (3 warm-up) interleaved on one
 # host: uncaptured caching on / off, captured caching on / off
 # (timing.tsv: the means; *-cap-*.trace.gz: the captures). And, for the
@@ -37,7 +39,7 @@
 set -u
 G=${1:-build/gpumemsim}
 T=${2:-traces}
-H=$T/timing/h200
+H=$T/${3:-timing/h200}
 R=$T/torch
 W=3            # warm-up steps of the h200 runs
 die() { echo "timing_accuracy.sh: $*" >&2; exit 1; }

@@ -57,7 +57,7 @@ echo "Errors of the predictions (ms: the prediction with the mode's share; error
 echo
 echo "| model | batch | nc->c | vs plain | vs paused | calibrated vs plain | c->nc | vs plain | vs paused | calibrated vs plain | c->c vs plain | calibrated | nc->nc vs plain | calibrated |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-E_DEF=() E_CAL=() E_PAU=()
+E_DEF=() E_CAL=() E_PAU=() E_TWO=()
 for t in "$D"/*-cap-caching.trace.gz; do
 	stem=${t%-cap-caching.trace.gz}
 	base=$(basename "$stem")
@@ -73,9 +73,13 @@ for t in "$D"/*-cap-caching.trace.gz; do
 	e4=$(tl_err "$r" "$pln") e5=$(tl_err "$r" "$pan") e6=$(tl_err "$rk" "$pln")
 	e7=$(tl_err "$cc" "$plc") e8=$(tl_err "$cck" "$plc") e9=$(tl_err "$nn" "$pln") e10=$(tl_err "$nnk" "$pln")
 	E_DEF+=("$e1" "$e4" "$e7" "$e9") E_CAL+=("$e3" "$e6" "$e8" "$e10") E_PAU+=("$e2" "$e5")
+	# against both uncaptured references of a mode at once (their mean)
+	twc=$(awk -v a="$plc" -v b="$pac" 'BEGIN { print (a + b) / 2 }') twn=$(awk -v a="$pln" -v b="$pan" 'BEGIN { print (a + b) / 2 }')
+	E_TWO+=("$(tl_err "$a" "$twc")" "$(tl_err "$r" "$twn")" "$(tl_err "$cc" "$twc")" "$(tl_err "$nn" "$twn")")
 	echo "| $m | $b | $(f1 "$a") | $e1 | $e2 | $e3 | $(f1 "$r") | $e4 | $e5 | $e6 | $e7 | $e8 | $e9 | $e10 |"
 done
 echo
 echo "- mode's share, against the plain processes: $(tl_summary "${E_DEF[@]}")"
 echo "- measured share (calibrate=1), against the plain processes: $(tl_summary "${E_CAL[@]}")"
 echo "- mode's share, the two directions against the other capture's paused steps: $(tl_summary "${E_PAU[@]}")"
+echo "- mode's share, against the mean of a mode's two uncaptured references (the plain process, the capture's paused steps): $(tl_summary "${E_TWO[@]}")"

@@ -164,8 +164,11 @@ struct engine {
 	/* timeline model (sim/timing.c): the capture's own cost taken out */
 	int tlm;                      /* cost->timeline: the corrections apply */
 	uint64_t tl_api, tl_mem, tl_range, tl_call, tl_min_gap, tl_latency, tl_hit;
+	uint64_t tl_dev;              /* the framework's work around a device call (dev_call_us) */
+	double tl_frac;               /* and in proportion to its cost (dev_call_frac) */
+	uint64_t tl_mem_corr;         /* correlation id of the latest recorded cudaMalloc/cudaFree */
 	uint64_t tl_host_end;         /* recorded end of the latest host call or range start */
-	uint64_t tl_pending;          /* credit owed to the next host gap */
+	uint64_t tl_pending;          /* credit owed to the next host gaps */
 	uint64_t tl_cb;               /* capture cost per CUPTI callback (timing.c) */
 	double tl_own;                /* factor on a record's measured own time (timing.c) */
 	uint64_t tl_last_corr;        /* correlation id of the latest API record */
