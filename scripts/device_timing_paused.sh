@@ -11,6 +11,8 @@
 #   MODEL-bB-plain-nocaching   uncaptured, PYTORCH_NO_CUDA_MEMORY_CACHING=1
 #   MODEL-bB-cap-caching       captured for STEPS steps, then paused
 #   MODEL-bB-cap-nocaching     the same without caching
+# MODES (default all four: plain-caching plain-nocaching cap-caching
+# cap-nocaching) picks which of them run.
 # Captures use `--pause-at-step STEPS` (default 8): their last PAUSED
 # (default 5) steps run with the capture off, as `r ... uncaptured` ranges;
 # and CAPTURE_OPTS (default --no-source, the README's advice for step-time
@@ -31,6 +33,7 @@ RUNS=${RUNS:-"resnet18:32 mobilenet_v2:32 resnet50:32 densenet121:32 resnet18:12
 STEPS=${STEPS:-8}
 PAUSED=${PAUSED:-5}
 CAPTURE_OPTS=${CAPTURE_OPTS---no-source}
+MODES=${MODES:-"plain-caching plain-nocaching cap-caching cap-nocaching"}
 DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
 export PYTHONUNBUFFERED=1
@@ -73,16 +76,22 @@ for mb in $RUNS; do
 	m=${mb%%:*} b=${mb##*:}
 	if [ "$(left)" -lt 110 ]; then note "$m b$b skipped: $(left) s left"; continue; fi
 	# interleaved so drift on the host touches every mode alike
-	timed "$m-b$b-plain-caching" "$m" "$b" 0 1
-	timed "$m-b$b-plain-nocaching" "$m" "$b" 0 0
-	timed "$m-b$b-cap-caching" "$m" "$b" 1 1
-	timed "$m-b$b-cap-nocaching" "$m" "$b" 1 0
+	for mode in $MODES; do
+		case $mode in
+		plain-caching) timed "$m-b$b-$mode" "$m" "$b" 0 1 ;;
+		plain-nocaching) timed "$m-b$b-$mode" "$m" "$b" 0 0 ;;
+		cap-caching) timed "$m-b$b-$mode" "$m" "$b" 1 1 ;;
+		cap-nocaching) timed "$m-b$b-$mode" "$m" "$b" 1 0 ;;
+		*) note "unknown mode $mode" ;;
+		esac
+	done
 	for t in "$W/$m-b$b"/*.trace.gz; do
 		note "$(basename "$t"): $("$bin" trace validate "$t" 2>&1 | tail -1); $(zcat "$t" | grep -c ' uncaptured$') uncaptured ranges"
 	done
 	cp "$W/timing.tsv" "$OUT/timing.tsv"
 	pack
-	if [ $first = 1 ] && ! zcat "$W/$m-b$b/$m-b$b-cap-caching.trace.gz" | grep -q ' uncaptured$'; then
+	if [ $first = 1 ] && [ -f "$W/$m-b$b/$m-b$b-cap-caching.trace.gz" ] &&
+		! zcat "$W/$m-b$b/$m-b$b-cap-caching.trace.gz" | grep -q ' uncaptured$'; then
 		note "no uncaptured ranges: the pause did not work; stopping"
 		break
 	fi

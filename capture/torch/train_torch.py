@@ -89,7 +89,8 @@ def _pop_hook(mod, inputs, output):
 
 
 def train(args, nvtx, on_step=None):
-    """Build the model and run the steps; returns (step_s, oom). ON_STEP is
+    """Build the model and run the steps; returns (step_s, oom, host): host holds
+    each step's host time (host_s, fwd_host_s). ON_STEP is
     called after each step (the profiler's step())."""
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = True
@@ -101,6 +102,11 @@ def train(args, nvtx, on_step=None):
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     step_s = []
+    # host time of each step: from its start to the last launch (before
+    # the final synchronize) and to the end of forward's launches; with the
+    # caching allocator nothing in between waits for the GPU, so these are
+    # the host's own speed (docs/timing.md, "Host speed and batch size")
+    host_s, fwd_host_s = [], []
     oom = False
     try:
         for step in range(args.steps):
@@ -113,6 +119,7 @@ def train(args, nvtx, on_step=None):
             out = model(x)
             loss = loss_fn(out, y)
             nvtx_pop(nvtx)
+            fwd_host_s.append(time.perf_counter() - t0)
             nvtx_push("backward", nvtx)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -121,6 +128,7 @@ def train(args, nvtx, on_step=None):
             opt.step()
             nvtx_pop(nvtx)
             del x, y, out, loss
+            host_s.append(time.perf_counter() - t0)
             torch.cuda.synchronize()
             nvtx_pop(nvtx)
             step_s.append(time.perf_counter() - t0)
@@ -133,7 +141,7 @@ def train(args, nvtx, on_step=None):
         oom = True
         print("train_torch: out of memory at step %d: %s" % (len(step_s), str(e).splitlines()[0]),
               file=sys.stderr)
-    return step_s, oom
+    return step_s, oom, {"host_s": host_s, "fwd_host_s": fwd_host_s}
 
 
 def host_probe_us():
@@ -181,7 +189,7 @@ def run_capture(args):
         torch.__version__, nvtx_kind, os.environ.get("NVTX_INJECTION64_PATH", "(unset)")),
         flush=True)
     probe = [host_probe_us()]
-    step_s, oom = train(args, nvtx=True)
+    step_s, oom, host = train(args, nvtx=True)
     probe.append(host_probe_us())
     info = {"model": args.model, "batch": args.batch, "img": args.img,
             "conf": "no_caching" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
@@ -189,6 +197,7 @@ def run_capture(args):
             "oom": oom, "warmup": args.warmup,
             "step_s": step_s, "mean_step_s": mean_after_warmup(step_s, args.warmup),
             "nvtx": nvtx_kind, "host_probe_us": probe}
+    info.update(host)
     info.update(versions())
     if args.json:
         write_json_atomic(args.json, info)
@@ -269,7 +278,7 @@ def run_truth(args):
     except TypeError:
         torch.cuda.memory._record_memory_history(max_entries=2_000_000)
     watch = MapsWatch() if args.maps else None
-    step_s, oom = train(args, nvtx=False)
+    step_s, oom, _ = train(args, nvtx=False)
     if watch:
         watch.stop(args.maps)
     snap = torch.cuda.memory._snapshot()
@@ -348,7 +357,7 @@ def run_profile(args):
             prof.add_metadata("torch_version", torch.__version__)
         except Exception as e:  # noqa: BLE001 - metadata is a nicety
             print("train_torch: no torch_version in the profile: %s" % e, file=sys.stderr)
-        step_s, oom = train(args, nvtx=False, on_step=prof.step)
+        step_s, oom, _ = train(args, nvtx=False, on_step=prof.step)
     if not written:
         print("train_torch: the profiler wrote no trace", file=sys.stderr)
         return 1
@@ -370,7 +379,7 @@ def run_snapshot(args):
     if not args.no_history:
         # from an empty allocator, before the model exists, as truth mode
         torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
-    step_s, oom = train(args, nvtx=False)
+    step_s, oom, _ = train(args, nvtx=False)
     tmp = sibling_tmp(args.out)
     torch.cuda.memory._dump_snapshot(tmp)
     os.replace(tmp, args.out)
