@@ -648,3 +648,40 @@ Test(timing, cli_requests)
 	cr_assert_eq(th_capture(cmd, buf, sizeof buf), 1, "%s", buf);
 	cr_assert(strstr(buf, "--requests"), "%s", buf);
 }
+
+/* scripts/alloc_cost_table.sh on the shipped measurements
+ * (traces/timing/alloc_cost; docs/timing.md "Captured without the source"):
+ * a small cudaMalloc costs about 4x more with 256 allocations live than with
+ * none, and torch.empty with caching stays a few microseconds. */
+Test(timing, alloc_cost_table_reads_the_shipped_measurements)
+{
+	char out[1 << 14];
+	cr_assert_eq(th_capture("scripts/alloc_cost_table.sh", out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "| size | plain | live0 | nosource | source | torch-nocaching | torch-caching |"),
+		  "%s", out);
+	cr_assert(strstr(out, "| 0 KiB-1 MiB | 14.7 | 3.6 | 18.3 | 20.2 | 6.0 | 2.4 |"), "%s", out);
+	cr_assert(strstr(out, "| 4 GiB-8 GiB |"), "%s", out);
+	cr_assert_neq(th_capture("scripts/alloc_cost_table.sh no-such-dir", out, sizeof out), 0);
+	cr_assert(strstr(out, "no-such-dir"), "%s", out);
+}
+
+/* scripts/timing_hostspeed.sh on traces/timing/hostspeed (docs/timing.md,
+ * "Host speed and batch size"): every pair shipped gets a row, and the
+ * capture's cost on the host differs by process (1.01x to 1.90x). */
+Test(timing, hostspeed_table_reads_the_shipped_runs)
+{
+	char out[1 << 14];
+	if (!th_have("jq"))
+		cr_skip_test("no jq");
+	cr_assert_eq(th_capture("scripts/timing_hostspeed.sh", out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "| resnet18 | 32 | 10.4 | 8.3 | 13.2 | 11.2 | 9 | 6.4 | 1.75 |"), "%s", out);
+	cr_assert(strstr(out, "| densenet121 | 32 |"), "%s", out);
+	cr_assert(strstr(out, "| 1.90 |"), "%s", out);
+	cr_assert(strstr(out, "| 1.01 |"), "%s", out);
+	unsigned rows = 0;
+	for (const char *p = out; (p = strstr(p, "\n| ")); p++)
+		rows++;
+	cr_assert_eq(rows, 9, "a row per pair (the header is the first line, the rule has no space): %s", out);
+	cr_assert_neq(th_capture("scripts/timing_hostspeed.sh no-such-dir", out, sizeof out), 0);
+	cr_assert(strstr(out, "no-such-dir"), "%s", out);
+}
