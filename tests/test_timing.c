@@ -280,8 +280,8 @@ Test(timing, capture_cost_comes_off_the_host)
 }
 
 /* PyTorch's work around a device call (dev_call_us, and dev_call_frac of
- * its cost) is charged with each call the policy makes and taken out of the recorded host gaps; where the
- * gap in front is too short (a cudaFree right after the previous call, as
+ * its cost) is charged with each call the policy makes and taken out of
+ * the recorded host gaps; where the gap in front is too short (a cudaFree right after the previous call, as
  * PyTorch's no-caching path makes them) the rest comes off the next gaps,
  * so replaying a no-caching capture without caching charges and takes out
  * the same: the step does not move with the knob. */
