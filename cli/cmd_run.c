@@ -274,6 +274,14 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 	for (size_t i = 0; i < r->nsteps; i++)
 		json_u64(&j, r->step_ns[i]);
 	json_end_array(&j);
+	json_key(&j, "steps_gpu_busy_ns");
+	json_begin_array(&j);
+	for (size_t i = 0; i < r->nsteps; i++)
+		json_u64(&j, r->step_gpu_ns[i]);
+	json_end_array(&j);
+	json_kv_double(&j, "gpu_busy_fraction", r->gpu_busy_fraction);
+	if (r->timed && r->step_time_ns)
+		json_kv_string(&j, "bound", r->gpu_busy_fraction >= SIM_GPU_BOUND ? "gpu" : "host");
 	json_key(&j, "uncaptured_steps_ns");
 	json_begin_array(&j);
 	for (size_t i = 0; i < r->nuncaptured_steps; i++)
@@ -438,6 +446,17 @@ static void print_text(const struct sim_result *r, const struct timing_calibrati
 		printf("step time        %.3f ms (mean of %" PRIu64 " step(s)%s)\n",
 		       r->step_time_ns / 1e6, r->step_count > 1 ? r->step_count - 1 : r->step_count,
 		       r->step_count > 1 ? ", first excluded" : "");
+	if (r->timed && r->step_time_ns) {
+		/* what bounds the step says how far to trust it: the validation
+		 * sets (docs/timing.md, "GPU-bound and host-bound") put GPU-bound
+		 * predictions within a few percent; host-bound ones carry the
+		 * host's speed, which varies from process to process */
+		double f = r->gpu_busy_fraction;
+		printf("GPU busy         %.3f ms a step, %.0f%% of it: %s\n", f * r->step_time_ns / 1e6,
+		       100 * f, f >= SIM_GPU_BOUND ? "GPU-bound"
+						   : "host-bound (the host's speed differs by up to "
+						     "25% between processes of one program)");
+	}
 	if (r->nuncaptured_steps) {
 		uint64_t *u = r->uncaptured_step_ns;
 		uint64_t lo = u[0], hi = u[0];

@@ -28,7 +28,9 @@
 #
 # The model's constants (device/timeline.c) were fitted once on ResNet-18
 # and ResNet-50 (both batch sizes); MobileNet-V2 and DenseNet-121 are
-# held out. The summary lines give both sets.
+# held out. The summary lines give both sets, and the predictions whose
+# replayed step the GPU bounds (busy 90% or more of it) apart from those
+# the host bounds.
 #
 # Also prints where each capture's step time goes (host gaps, launches,
 # syncs, memory API calls, GPU busy, records, CUPTI callbacks, the capture
@@ -52,7 +54,13 @@ command -v jq >/dev/null || die "needs jq"
 pred() {
 	local tr=$1 pol=$2 k=$3
 	shift 3
-	tl_pred "$G" "$W" "$tr" "$pol" "$k" "$@" || die "run $tr $pol $k failed"
+	tl_pred_busy "$G" "$W" "$tr" "$pol" "$k" "$@" | cut -d' ' -f1 || die "run $tr $pol $k failed"
+}
+# predb: pred's arguments; prints the mean step and the GPU's busy share
+predb() {
+	local tr=$1 pol=$2 k=$3
+	shift 3
+	tl_pred_busy "$G" "$W" "$tr" "$pol" "$k" "$@" || die "run $tr $pol $k failed"
 }
 # real MODEL BATCH CAPTURED CACHING: the mean step (ms) of timing.tsv
 real() { awk -v m="$1" -v b="$2" -v c="$3" -v k="$4" '$1 == m && $2 == b && $3 == c && $4 == k { print $5 }' "$H/timing.tsv"; }
@@ -61,7 +69,7 @@ err() { awk -v p="$1" -v r="$2" 'BEGIN { printf "%+.1f", 100 * (p / r - 1) }'; }
 # gpu_ms TRACE WARM: GPU time (kernels, copies, memsets) per step after WARM
 gpu_ms() {
 	"$G" trace cat "$1" | awk -v w="$2" '
-		$1 == "r" && $4 == "\"step" && $5 ~ /^[0-9]+"$/ { n = $5; gsub(/[^0-9]/, "", n); if (n + 0 >= w) { s[++ns] = $2; e[ns] = $3 } }
+		$1 == "r" && $4 == "\"step" && $5 ~ /^[0-9]+"$/ && $NF != "uncaptured" { n = $5; gsub(/[^0-9]/, "", n); if (n + 0 >= w) { s[++ns] = $2; e[ns] = $3 } }
 		$1 == "k" || $1 == "c" || $1 == "m" { gs[++ng] = $2; ge[ng] = $3 }
 		END {
 			for (i = 1; i <= ng; i++) for (j = 1; j <= ns; j++)
@@ -84,8 +92,8 @@ noise() {
 # kept or not)
 breakdown() {
 	"$G" trace cat "$1" | awk -v w="$W" '
-		$1 == "r" && $4 == "\"step" && $5 ~ /^[0-9]+"$/ { n = $5; gsub(/[^0-9]/, "", n); if (n + 0 >= w) { s[++ns] = $2; e[ns] = $3 } next }
-		$1 == "p" { np++; ps[np] = $2; pe[np] = $3; pn[np] = $4; pc[np] = $NF; next }
+		$1 == "r" && $4 == "\"step" && $5 ~ /^[0-9]+"$/ && $NF != "uncaptured" { n = $5; gsub(/[^0-9]/, "", n); if (n + 0 >= w) { s[++ns] = $2; e[ns] = $3 } next }
+		$1 == "p" { np++; ps[np] = $2; pe[np] = $3; pn[np] = $4; pc[np] = $5; next }
 		$1 == "k" || $1 == "c" || $1 == "m" { ng++; gs[ng] = $2; ge[ng] = $3 }
 		END {
 			for (j = 1; j <= ns; j++) wall += e[j] - s[j]
@@ -135,20 +143,20 @@ for m in $models; do
 		[ -r "$nc" ] && [ -r "$ca" ] || continue
 		rc=$(real "$m" "$b" 0 1)
 		rn=$(real "$m" "$b" 0 0)
-		a=$(pred "$nc" pytorch "")
+		read -r a fa <<<"$(predb "$nc" pytorch "")"
 		a0=$(pred "$nc" pytorch timeline=0)
-		bb=$(pred "$nc" cuda_malloc "")
+		read -r bb fb <<<"$(predb "$nc" cuda_malloc "")"
 		b0=$(pred "$nc" cuda_malloc timeline=0)
-		c=$(pred "$ca" pytorch "")
+		read -r c fc <<<"$(predb "$ca" pytorch "")"
 		c0=$(pred "$ca" pytorch timeline=0)
-		d=$(pred "$ca" cuda_malloc "" --requests "$nc")
+		read -r d fd <<<"$(predb "$ca" cuda_malloc "" --requests "$nc")"
 		d0=$(pred "$ca" cuda_malloc timeline=0)
 		ho=$(heldout "$m")
 		read -r _ sec <<<"$(noise "$m" "$b" 1)"
 		read -r _ sen <<<"$(noise "$m" "$b" 0)"
-		for x in "$a $rc $a0 $sec" "$bb $rn $b0 $sen" "$c $rc $c0 $sec" "$d $rn $d0 $sen"; do
+		for x in "$a $rc $a0 $sec $fa" "$bb $rn $b0 $sen $fb" "$c $rc $c0 $sec $fc" "$d $rn $d0 $sen $fd"; do
 			set -- $x
-			echo "same $ho $(err "$1" "$2") $(err "$3" "$2") $4" >>"$ERRS"
+			echo "same $ho $(err "$1" "$2") $(err "$3" "$2") $4 $5" >>"$ERRS"
 		done
 		printf '| %s | %s | %.1f | %s | %.1f | %s | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% | %.1f | %s%% | %s%% |\n' \
 			"$m" "$b" "$rc" "$sec" "$rn" "$sen" "$a" "$(err "$a" "$rc")" "$(err "$a0" "$rc")" \
@@ -228,16 +236,16 @@ for m in $models; do
 				for (i = 1; i <= n; i++) { sx += x[i]; sy += y[i]; sxx += x[i] * x[i]; sxy += x[i] * y[i] }
 				k = (n * sxy - sx * sy) / (n * sxx - sx * sx); a = (sy - k * sx) / n
 				printf "%.4f\n", (a + k * b2) / (a + k * b) }')
-			a=$(pred "$nc" pytorch "gpu_scale=$sc")
-			bb=$(pred "$nc" cuda_malloc "gpu_scale=$sc")
-			c=$(pred "$ca" pytorch "gpu_scale=$sc")
-			d=$(pred "$ca" cuda_malloc "gpu_scale=$sc" --requests "$nc")
+			read -r a fa <<<"$(predb "$nc" pytorch "gpu_scale=$sc")"
+			read -r bb fb <<<"$(predb "$nc" cuda_malloc "gpu_scale=$sc")"
+			read -r c fc <<<"$(predb "$ca" pytorch "gpu_scale=$sc")"
+			read -r d fd <<<"$(predb "$ca" cuda_malloc "gpu_scale=$sc" --requests "$nc")"
 			ho=$(heldout "$m")
 			read -r _ sec <<<"$(noise "$m" "$b2" 1)"
 			read -r _ sen <<<"$(noise "$m" "$b2" 0)"
-			for x in "$a $rc $sec" "$bb $rn $sen" "$c $rc $sec" "$d $rn $sen"; do
+			for x in "$a $rc $sec $fa" "$bb $rn $sen $fb" "$c $rc $sec $fc" "$d $rn $sen $fd"; do
 				set -- $x
-				echo "batch $ho $(err "$1" "$2") - $3" >>"$ERRS"
+				echo "batch $ho $(err "$1" "$2") - $3 $4" >>"$ERRS"
 			done
 			printf '| %s | %s | %s | %s | %s | %.1f | %.1f | %.1f | %s%% | %.1f | %s%% | %.1f | %s%% | %.1f | %s%% |\n' \
 				"$m" "$b" "$b2" "$(echo $xs | tr ' ' ',')" "$sc" "$rc" "$rn" \
@@ -257,7 +265,8 @@ echo "|---|---|---|---|---|---|---|---|"
 summ() {
 	awk -v sel="$1" -v ho="$2" -v name="$3" '
 		function abs(v) { return v < 0 ? -v : v }
-		($1 == sel || sel == "all") && (ho == "any" || $2 == ho) {
+		($1 == sel || sel == "all" || (sel == "gpu" && $6 >= 0.9) || (sel == "host" && $6 < 0.9)) &&
+		(ho == "any" || $2 == ho) {
 			n++; e[n] = abs($3); f[n] = abs($4); if (abs($3) < 10) u++; if ($5 != "-" && abs($3) <= 2 * $5) q++ }
 		function med(a, n,   i, j, t) {
 			for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
@@ -273,3 +282,6 @@ summ same 1 "same batch, held out (MobileNet-V2, DenseNet-121)"
 summ batch 0 "other batch, fit set"
 summ batch 1 "other batch, held out"
 summ all any "everything"
+# by what bounds the replayed step (docs/timing.md, "GPU-bound and host-bound")
+summ gpu any "GPU-bound replays (GPU busy 90% or more of the step)"
+summ host any "host-bound replays (GPU busy under 90%)"

@@ -20,6 +20,18 @@ tl_pred() {
 		jq -r --argjson w "$w" '.steps_ns[$w:] | if length == 0 then 0 else add / length / 1e6 end'
 }
 
+# tl_pred_busy: tl_pred's arguments; prints the mean step (ms) and, after
+# a space, the GPU's busy share of those steps (`steps_gpu_busy_ns`; 0.90
+# or more: the replay's step is GPU-bound, docs/timing.md "GPU-bound and
+# host-bound")
+tl_pred_busy() {
+	local g=$1 w=$2 t=$3 p=$4 k=$5
+	shift 5
+	"$g" run "$t" --policy "$p" --cost "$k" "$@" --no-db --json |
+		jq -r --argjson w "$w" '(.steps_ns[$w:] | add // 0) as $s | (.steps_gpu_busy_ns[$w:] | add // 0) as $g
+			| if $s == 0 then "0 0" else "\($s / (.steps_ns[$w:] | length) / 1e6) \($g / $s)" end'
+}
+
 # tl_summary ERRORS...: "median |error| M%, max N% (K figures)" of the
 # signed errors given ("+1.2%", "-" ignored)
 tl_summary() {

@@ -36,6 +36,12 @@ pred() {
 	shift 3
 	tl_pred "$G" 3 "$t" "$p" "$k" "$@" || die "run $t $p $k failed"
 }
+# busy TRACE POLICY KNOBS [ARGS...]: the GPU's busy share of those steps
+busy() {
+	local t=$1 p=$2 k=$3
+	shift 3
+	tl_pred_busy "$G" 3 "$t" "$p" "$k" "$@" | cut -d' ' -f2 || die "run $t $p $k failed"
+}
 share() { "$G" run "$1" --policy pytorch --cost calibrate=1 --no-db --json | jq -r '.timing | "\(.capture_share * 1000 | round / 1000)\(if .calibration.at_bound then " (bound)" else "" end)"'; }
 f1() { awk -v x="$1" 'BEGIN { printf "%.1f", x }'; }
 
@@ -57,7 +63,7 @@ echo "Errors of the predictions (ms: the prediction with the mode's share; error
 echo
 echo "| model | batch | nc->c | vs plain | vs paused | calibrated vs plain | c->nc | vs plain | vs paused | calibrated vs plain | c->c vs plain | calibrated | nc->nc vs plain | calibrated |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-E_DEF=() E_CAL=() E_PAU=() E_TWO=()
+E_DEF=() E_CAL=() E_PAU=() E_TWO=() E_GPU=() E_HOST=()
 for t in "$D"/*-cap-caching.trace.gz; do
 	stem=${t%-cap-caching.trace.gz}
 	base=$(basename "$stem")
@@ -76,10 +82,18 @@ for t in "$D"/*-cap-caching.trace.gz; do
 	# against both uncaptured references of a mode at once (their mean)
 	twc=$(awk -v a="$plc" -v b="$pac" 'BEGIN { print (a + b) / 2 }') twn=$(awk -v a="$pln" -v b="$pan" 'BEGIN { print (a + b) / 2 }')
 	E_TWO+=("$(tl_err "$a" "$twc")" "$(tl_err "$r" "$twn")" "$(tl_err "$cc" "$twc")" "$(tl_err "$nn" "$twn")")
+	# the mode's share against the plain processes, by what bounds the replay
+	for x in "$e1 $(busy "$n" pytorch timeline=1)" "$e4 $(busy "$c" cuda_malloc timeline=1 --requests "$n")" \
+		"$e7 $(busy "$c" pytorch timeline=1)" "$e9 $(busy "$n" cuda_malloc timeline=1)"; do
+		set -- $x
+		if awk -v f="$2" 'BEGIN { exit !(f >= 0.9) }'; then E_GPU+=("$1"); else E_HOST+=("$1"); fi
+	done
 	echo "| $m | $b | $(f1 "$a") | $e1 | $e2 | $e3 | $(f1 "$r") | $e4 | $e5 | $e6 | $e7 | $e8 | $e9 | $e10 |"
 done
 echo
 echo "- mode's share, against the plain processes: $(tl_summary "${E_DEF[@]}")"
 echo "- measured share (calibrate=1), against the plain processes: $(tl_summary "${E_CAL[@]}")"
 echo "- mode's share, the two directions against the other capture's paused steps: $(tl_summary "${E_PAU[@]}")"
+echo "- mode's share, against the plain processes, GPU-bound replays (GPU busy 90% or more of the step): $(tl_summary "${E_GPU[@]}")"
+echo "- the same, host-bound replays: $(tl_summary "${E_HOST[@]}")"
 echo "- mode's share, against the mean of a mode's two uncaptured references (the plain process, the capture's paused steps): $(tl_summary "${E_TWO[@]}")"

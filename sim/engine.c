@@ -267,8 +267,12 @@ static void note_uncaptured(struct engine *e, const struct eng_rec *er)
 static void step_push(struct engine *e, uint64_t dur)
 {
 	struct sim_result *r = e->res;
-	if (VEC_RESERVE(r->step_ns, e->steps_cap, r->nsteps + 1, 64) < 0)
+	if (VEC_RESERVE(r->step_ns, e->steps_cap, r->nsteps + 1, 64) < 0 ||
+	    VEC_RESERVE(r->step_gpu_ns, e->steps_gpu_cap, r->nsteps + 1, 64) < 0)
 		return; /* the step is not counted */
+	/* work queued in a step is done by its end (step_close waits for
+	 * the GPU), so what the step added to the busy sum is its own */
+	r->step_gpu_ns[r->nsteps] = e->gpu_busy - e->step_busy_begin;
 	r->step_ns[r->nsteps++] = dur;
 }
 
@@ -285,6 +289,7 @@ static void step_start(struct engine *e, uint64_t t)
 	step_close(e, t);
 	e->step_open = 1;
 	e->step_begin = t;
+	e->step_busy_begin = e->gpu_busy;
 	e->step_serial++;
 }
 
@@ -639,6 +644,11 @@ static int gpu_issue(struct engine *e, uint32_t stream, uint64_t now, uint64_t d
 		dur = (uint64_t)((double)dur * e->tl_gpu + 0.5); /* another batch size */
 	uint64_t begin = now > e->stream_free[s] ? now : e->stream_free[s];
 	uint64_t fin = begin + dur;
+	uint64_t from = begin > e->gpu_cover_end ? begin : e->gpu_cover_end;
+	if (fin > from) {
+		e->gpu_busy += fin - from;
+		e->gpu_cover_end = fin;
+	}
 	e->stream_free[s] = fin;
 	e->stream_inflight[s]++;
 	if (fin > e->gpu_end)
@@ -1143,6 +1153,7 @@ void sim_result_free(struct sim_result *res)
 	free(res->timeline);
 	free(res->events);
 	free(res->step_ns);
+	free(res->step_gpu_ns);
 	free(res->uncaptured_step_ns);
 	free(res->peak_live);
 	free(res->ranges);

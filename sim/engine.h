@@ -207,7 +207,13 @@ struct sim_result {
 	uint64_t step_time_ns;          /* mean simulated step time, the first step excluded
 					 * when there are two or more; 0 = no steps */
 	uint64_t *step_ns;              /* every step's simulated time */
+	uint64_t *step_gpu_ns;          /* and the GPU's busy time in it (work on
+					 * any stream, overlaps counted once) */
 	size_t nsteps;
+	double gpu_busy_fraction;       /* GPU busy over step time, the steps of
+					 * step_time_ns; 0 = no steps */
+#define SIM_GPU_BOUND 0.9               /* from this busy fraction on a step is
+					 * GPU-bound (docs/timing.md) */
 	/* the recorded lengths of the step ranges that ran with the capture
 	 * paused (`r ... uncaptured`, traces/FORMAT.md): the program's own step
 	 * time on the capture's host, which the replay does not replay */

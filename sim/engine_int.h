@@ -127,6 +127,9 @@ struct engine {
 	/* time */
 	int have_t0;
 	uint64_t t0, delay, host_end, gpu_end, trace_end;
+	/* the GPU's busy time (the union of the work queued on it): the sum,
+	 * where the union reaches, and the sum when the open step began */
+	uint64_t gpu_busy, gpu_cover_end, step_busy_begin;
 	struct u64map stream_idx;     /* stream id -> index */
 	uint32_t stream_lut[STREAM_LUT]; /* small ids: index + 1, 0 = unknown */
 	uint64_t *stream_free;        /* when each stream's FIFO drains */
@@ -178,7 +181,7 @@ struct engine {
 	int step_open;
 	uint64_t step_begin;
 	uint64_t step_serial;         /* steps opened so far: the open one's number */
-	size_t steps_cap, uncaptured_cap;
+	size_t steps_cap, steps_gpu_cap, uncaptured_cap;
 
 	/* NVTX context for live-at-peak and the stored ranges */
 	struct nv_open nvo[MAX_NV_OPEN];

@@ -143,9 +143,13 @@ int finish(struct engine *e, char *err, size_t errlen)
 		/* the first step is warm-up (autotuning, first allocations) */
 		size_t from = r->nsteps >= 2 ? 1 : 0;
 		uint64_t sum = 0;
-		for (size_t i = from; i < r->nsteps; i++)
+		uint64_t busy = 0;
+		for (size_t i = from; i < r->nsteps; i++) {
 			sum += r->step_ns[i];
+			busy += r->step_gpu_ns[i];
+		}
 		r->step_time_ns = sum / (r->nsteps - from);
+		r->gpu_busy_fraction = sum ? (double)busy / (double)sum : 0;
 	}
 	r->timed = e->cost != NULL;
 	r->trace_crc32 = trace_reader_crc32(e->rd);

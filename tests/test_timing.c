@@ -685,3 +685,84 @@ Test(timing, hostspeed_table_reads_the_shipped_runs)
 	cr_assert_neq(th_capture("scripts/timing_hostspeed.sh no-such-dir", out, sizeof out), 0);
 	cr_assert(strstr(out, "no-such-dir"), "%s", out);
 }
+
+/* host_bound's steps, each ending in a device-wide synchronisation (as a
+ * training step's torch.cuda.synchronize()). */
+static void synced_steps(char *path, size_t len)
+{
+	struct th_sbuf b = {0};
+	h200_header(&b, NULL);
+	th_sb_printf(&b, "S 0 cudaLaunchKernel\nS 1 kern\nS 2 step 0\nS 3 step 1\nS 4 step 2\n"
+		      "S 5 tail\nS 6 cudaDeviceSynchronize\n");
+	uint64_t t = 1000000;
+	unsigned corr = 1;
+	for (int s = 0; s < 3; s++) {
+		/* ten 20 us launch periods, the sync, 10 us to the range end */
+		th_sb_printf(&b, "r %lu %lu %d 0\n", t, t + 210000, 2 + s);
+		for (int i = 0; i < 10; i++, corr++) {
+			uint64_t p = t + 16000;
+			th_sb_printf(&b, "p %lu %lu 0 %u\n", p, p + 4000, corr);
+			th_sb_printf(&b, "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u\n", p + 4500, p + 9500, corr);
+			t = p + 4000;
+		}
+		th_sb_printf(&b, "p %lu %lu 6 %u\n", t + 1000, t + 8000, corr);
+		th_sb_printf(&b, "y %lu %lu context - %u\n", t + 1000, t + 8000, corr);
+		corr++;
+		t += 10000;
+	}
+	th_sb_printf(&b, "r %lu %lu 5 0\n", t + 5000, t + 6000);
+	th_sb_end(&b);
+	th_tmpfile(path, len, "tlsync", b.s);
+	free(b.s);
+}
+
+/* The GPU's busy time per step, and what bounds the replayed step
+ * (docs/timing.md, "GPU-bound and host-bound"): host_bound's steps keep
+ * the GPU busy 50 us of 148 us; with every kernel 20 times longer they
+ * keep it busy the whole step but its first launch. `run` says which. */
+Test(timing, gpu_busy_and_what_bounds_the_step)
+{
+	char path[64], err[512] = "";
+	struct cost_model m;
+	struct sim_result r;
+	host_bound(path, sizeof path, NULL);
+	fit(path, NULL, &m);
+	struct sim_options o = {.trace_path = path, .policy = &policy_cuda_malloc, .cost = &m};
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.nsteps, 3);
+	for (size_t i = 0; i < r.nsteps; i++)
+		cr_assert_eq(r.step_gpu_ns[i], 10 * 5000, "step %zu: %lu", i, r.step_gpu_ns[i]);
+	cr_assert_eq(r.step_time_ns, 148000);
+	cr_assert_float_eq(r.gpu_busy_fraction, 50000.0 / 148000.0, 1e-9);
+	sim_result_free(&r);
+
+	/* kernels 20 times longer, and each step waits for them at its end:
+	 * the GPU is busy but for the step's first launch and latency */
+	char synced[64];
+	synced_steps(synced, sizeof synced);
+	fit(synced, "gpu_scale=20", &m);
+	o.trace_path = synced;
+	cr_assert_eq(sim_run(&o, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.nsteps, 3);
+	for (size_t i = 0; i < r.nsteps; i++)
+		cr_assert_eq(r.step_gpu_ns[i], 10 * 100000, "step %zu: %lu", i, r.step_gpu_ns[i]);
+	cr_assert_geq(r.gpu_busy_fraction, SIM_GPU_BOUND, "%f (step %lu ns)", r.gpu_busy_fraction,
+		      r.step_time_ns);
+	sim_result_free(&r);
+
+	char cmd[512], out[1 << 14];
+	snprintf(cmd, sizeof cmd, "%s run %s --policy cuda_malloc --timing --no-db", th_bin(), path);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "GPU busy         0.050 ms a step, 34% of it: host-bound"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s run %s --policy cuda_malloc --cost gpu_scale=20 --no-db --json",
+		 th_bin(), synced);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"bound\":\"gpu\""), "%s", out);
+	cr_assert(strstr(out, "\"steps_gpu_busy_ns\":[1000000,1000000,1000000]"), "%s", out);
+	/* without a cost model nothing is predicted, so nothing is bound */
+	snprintf(cmd, sizeof cmd, "%s run %s --policy cuda_malloc --no-db --json", th_bin(), path);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert_null(strstr(out, "\"bound\""), "%s", out);
+	unlink(path);
+	unlink(synced);
+}
