@@ -110,7 +110,7 @@ int plot_check_where(const char *where, char *err, size_t errlen)
 enum { R_ID, R_PATH, R_CRC, R_POLICY, R_CONF, R_CAP, R_RES, R_ALLOC, R_REQ, R_DALLOC,
        R_DFREE, R_FRAG, R_OOM, R_NOOM, R_OOM_T, R_OOM_BYTES, R_OOM_LINE, R_OOM_ALLOC,
        R_OOM_RES, R_OOM_LFREE, R_OOM_CFREE, R_TDUR, R_SDUR, R_MODEL, R_BATCH, R_COMPLETE,
-       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_STEP, R_TIMED, R_WORKLOAD, R_N };
+       R_TOOLV, R_LABELS, R_OOM_LIMIT, R_OOM_VERDICT, R_STEP, R_TIMED, R_WORKLOAD, R_GPU_BUSY, R_N };
 
 struct load_ctx {
 	struct plot_run *runs;
@@ -171,6 +171,7 @@ static int load_row(void *vctx, int ncols, const char *const *c)
 	r->oom_verdict = dup_or_empty(c[R_OOM_VERDICT], &l->failed);
 	r->step_time_ns = u64_of(c[R_STEP]);
 	r->timed = u64_of(c[R_TIMED]) != 0;
+	r->gpu_busy = c[R_GPU_BUSY] ? strtod(c[R_GPU_BUSY], NULL) : -1;
 	return l->failed;
 }
 
@@ -209,7 +210,8 @@ int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_r
 		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='batch'),'') AS batch_l,"
 		" r.complete, r.tool_version, r.labels_json, r.oom_limit, r.oom_verdict,"
 		" r.step_time_ns, r.timed,"
-		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='workload'),'') AS wl_l"
+		" coalesce((SELECT value FROM run_labels WHERE run_id=r.id AND key='workload'),'') AS wl_l,"
+		" r.gpu_busy_fraction"
 		" FROM latest r ORDER BY wl_l, model_l, CAST(batch_l AS INTEGER), batch_l, r.trace_path,"
 		" r.trace_crc32, r.policy='optimal', r.policy, r.conf<>'', r.conf, r.capacity, r.id";
 	struct load_ctx l = {0};

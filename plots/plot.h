@@ -53,6 +53,8 @@ struct plot_run {
 	uint64_t trace_duration_ns, sim_duration_ns;
 	uint64_t step_time_ns;               /* predicted mean step (0: none, see --timing) */
 	int timed;                           /* step_time_ns is a prediction (--timing) */
+	double gpu_busy;                     /* the GPU's busy share of that step; -1 unknown
+					      * (not timed, or stored before it was kept) */
 };
 
 /* Which runs: an SQL condition on `runs` (may be NULL) and a label filter

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../base/size.h"
+#include "../sim/engine.h"
 #include "plot_int.h"
 
 #define PLOT_MAX_PARETO_TRACES 12
@@ -30,7 +31,7 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 {
 	const struct plot_run **pt = malloc((size_t)n * sizeof *pt);
 	uint32_t crcs[PLOT_MAX_PARETO_TRACES];
-	int ncrc = 0, nt = 0, left_out = 0, ret = -1;
+	int ncrc = 0, nt = 0, left_out = 0, nhost = 0, ret = -1;
 	double ymax = 0, live_top = 0, xmax = 0, vis = 0;
 	char b1[128], b3[32];
 	FILE *d = NULL;
@@ -97,7 +98,8 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 	d = fig_file(f, "pareto.dat", err, errlen);
 	if (!d)
 		goto out;
-	fputs("# per trace two blocks: step_ms reserved_GiB(clipped) on_front label; the front\n", d);
+	fputs("# per trace two blocks: step_ms reserved_GiB(clipped) on_front label host_bound;"
+	      " the front\n", d);
 	for (int c = 0; c < ncrc; c++) {
 		const struct plot_run *tr[64];
 		int m = 0;
@@ -149,8 +151,13 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 			else
 				memcpy(lab[i], li, strlen(li) + 1);
 		}
-		for (int i = 0; i < m; i++)
-			fprintf(d, "%.6f %.6f %d \"%s\"\n", px[i], py[i], front[i], lab[i]);
+		for (int i = 0; i < m; i++) {
+			/* host-bound: the prediction carries the host's speed, which
+			 * differs between processes (docs/timing.md) */
+			int host = tr[i]->gpu_busy >= 0 && tr[i]->gpu_busy < SIM_GPU_BOUND;
+			nhost += host;
+			fprintf(d, "%.6f %.6f %d \"%s\" %d\n", px[i], py[i], front[i], lab[i], host);
+		}
 		/* the front alone, so its line has no gaps */
 		fprintf(d, "\n\n# Pareto front\n");
 		for (int i = 0; i < m; i++)
@@ -199,6 +206,21 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 		gp_data(gp, f, "pareto.dat");
 		fprintf(gp, " index %d using 1:2:4 with labels left offset 1,0.4 font ',9' "
 			"tc lt %d notitle", 2 * c, c + 1);
+	}
+	if (nhost) {
+		/* one key entry for them all, the marks drawn per trace */
+		for (int c = 0; c < ncrc; c++) {
+			fputs(", \\\n  ", gp);
+			gp_data(gp, f, "pareto.dat");
+			fprintf(gp, " index %d using 1:($5 == 1 ? $2 : 1/0) with points lc rgb '#555555' "
+				"pt 4 ps 2.4 ", 2 * c);
+			if (c) {
+				fputs("notitle", gp);
+			} else {
+				fputs("title ", gp);
+				gp_str(gp, "host-bound (host speed: ±25%)");
+			}
+		}
 	}
 	fputc('\n', gp);
 	ret = 0;

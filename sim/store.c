@@ -162,6 +162,8 @@ static const struct { const char *name, *decl; } added_run_columns[] = {
 	{"device_peak", "INTEGER"},
 	{"oom_foreign", "TEXT"},
 	{"oom_foreign_bytes", "INTEGER"},
+	/* the GPU's busy share of the predicted step; NULL when not timed */
+	{"gpu_busy_fraction", "REAL"},
 };
 #define N_ADDED_RUN_COLUMNS (sizeof added_run_columns / sizeof added_run_columns[0])
 
@@ -296,7 +298,7 @@ struct store *store_open(const char *path, char *err, size_t errlen)
 	    prepare(s, "INSERT INTO run_labels VALUES(?,?,?)", &s->ins_label, err, errlen) < 0 ||
 	    prepare(s, "UPDATE runs SET step_time_ns=?, step_count=?, oom_limit=?, oom_verdict=?,"
 		    " timed=?, foreign_routed=?, peak_foreign=?, device_peak=?, oom_foreign=?,"
-		    " oom_foreign_bytes=? WHERE id=?", &s->upd_added, err, errlen) < 0 ||
+		    " oom_foreign_bytes=?, gpu_busy_fraction=? WHERE id=?", &s->upd_added, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO run_stats VALUES(?,?,?)", &s->ins_stat, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO timeline VALUES(?,?,?,?)", &s->ins_tl, err, errlen) < 0 ||
 	    prepare(s, "INSERT INTO events VALUES(?,?,?,?,?,?)", &s->ins_ev, err, errlen) < 0 ||
@@ -463,7 +465,11 @@ static int save_tx(struct store *s, const struct sim_result *r, const char *tool
 		sqlite3_bind_null(s->upd_added, 9);
 		sqlite3_bind_null(s->upd_added, 10);
 	}
-	sqlite3_bind_int64(s->upd_added, 11, id);
+	if (r->timed && r->step_time_ns)
+		sqlite3_bind_double(s->upd_added, 11, r->gpu_busy_fraction);
+	else
+		sqlite3_bind_null(s->upd_added, 11);
+	sqlite3_bind_int64(s->upd_added, 12, id);
 	if (step_done(s->upd_added) < 0)
 		goto sqlerr;
 	if (key) {

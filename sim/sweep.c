@@ -366,6 +366,9 @@ int sweep_encode_result(const struct sim_result *r, char **buf, size_t *len)
 	put(&b, r->allocator_source, sizeof r->allocator_source);
 	put(&b, r->oom_foreign_lib, sizeof r->oom_foreign_lib);
 	put_arr(&b, r->foreign_libs, r->nforeign_libs, sizeof *r->foreign_libs);
+	/* what bounds the predicted step (docs/timing.md) */
+	put(&b, &r->gpu_busy_fraction, sizeof r->gpu_busy_fraction);
+	put_arr(&b, r->step_gpu_ns, r->nsteps, sizeof *r->step_gpu_ns);
 	if (b.failed) {
 		free(b.p);
 		return -1;
@@ -514,6 +517,11 @@ int sweep_decode_result(const char *buf, size_t len, struct sim_result *r)
 	r->foreign_libs = get_arr(&b, &r->nforeign_libs, sizeof *r->foreign_libs);
 	for (size_t i = 0; i < r->nforeign_libs; i++)
 		r->foreign_libs[i].name[sizeof r->foreign_libs[i].name - 1] = '\0';
+	get(&b, &r->gpu_busy_fraction, sizeof r->gpu_busy_fraction);
+	size_t ngpu = 0;
+	r->step_gpu_ns = get_arr(&b, &ngpu, sizeof *r->step_gpu_ns);
+	if (ngpu != r->nsteps)
+		b.failed = 1;
 	if (b.failed || b.pos != len || !r->trace_path || !r->policy || !r->conf) {
 		sim_result_free(r);
 		return -1;

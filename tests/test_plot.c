@@ -167,3 +167,38 @@ Test(plot, bad_inputs, .init = setup, .fini = teardown)
 	/* the database is untouched */
 	cr_assert_eq(th_sh("%s table --db %s | grep -q cuda_malloc", th_bin(), F.db), 0);
 }
+
+/* plot pareto marks the predictions whose replayed step the host bounds
+ * (docs/timing.md, "GPU-bound and host-bound"), from the stored
+ * gpu_busy_fraction: ResNet-18 b128 with caching keeps the GPU busy 94% of
+ * its step, without caching 29%. */
+Test(plot, pareto_marks_host_bound_predictions, .init = setup, .fini = teardown)
+{
+	const char *t = "traces/timing/nosource/resnet18-b128-cap-nocaching.trace.gz";
+	char db[256];
+	need_gnuplot();
+	snprintf(db, sizeof db, "%s/timed.db", F.dir);
+	cr_assert_eq(th_sh("%s run %s --policy pytorch --timing --db %s >/dev/null && "
+			"%s run %s --policy cuda_malloc --timing --db %s >/dev/null && "
+			"%s run %s --policy cuda_malloc --db %s >/dev/null",
+			th_bin(), t, db, th_bin(), t, db, th_bin(), t, db), 0);
+	cr_assert_eq(th_sh("%s plot pareto --db %s -o %s/p.svg --data-dir %s/pd", th_bin(), db, F.dir,
+			F.dir), 0);
+	char p[300];
+	snprintf(p, sizeof p, "%s/pd/pareto.dat", F.dir);
+	char *d = th_slurp(p);
+	cr_assert_not_null(d);
+	/* columns: step_ms reserved on_front "label" host_bound */
+	cr_assert(strstr(d, "\"pytorch (default)\" 0\n"), "%s", d);
+	cr_assert(strstr(d, "\"cuda_malloc (default)\" 1\n"), "%s", d);
+	free(d);
+	snprintf(p, sizeof p, "%s/pd/figure.gp", F.dir);
+	char *g = th_slurp(p);
+	cr_assert(g && strstr(g, "host-bound"), "%s", g);
+	free(g);
+	/* the stored fraction: NULL for the run without --timing */
+	cr_assert_eq(th_sh("test \"$(sqlite3 %s \"SELECT count(*) FROM runs WHERE gpu_busy_fraction "
+			"> 0.9\")|$(sqlite3 %s \"SELECT count(*) FROM runs WHERE gpu_busy_fraction < "
+			"0.9\")|$(sqlite3 %s \"SELECT count(*) FROM runs WHERE gpu_busy_fraction IS "
+			"NULL\")\" = '1|1|1'", db, db, db), 0);
+}
