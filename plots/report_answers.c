@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../base/size.h"
+#include "../sim/engine.h"
 #include "../sim/oom_text.h"
 #include "report_int.h"
 
@@ -542,6 +543,31 @@ static const char *change(double q, char *buf, size_t len)
 	return buf;
 }
 
+/* How many timed runs the host bounds: their step times carry the host's
+ * speed, which differs from process to process (docs/timing.md, "GPU-bound
+ * and host-bound"); runs stored before the busy share was kept are not
+ * counted. */
+static void time_bound_note(struct report *r)
+{
+	int known = 0, host = 0;
+	for (int i = 0; i < r->nruns; i++) {
+		const struct plot_run *x = &r->runs[i];
+		if (!x->timed || !x->step_time_ns || x->gpu_busy < 0)
+			continue;
+		known++;
+		host += x->gpu_busy < SIM_GPU_BOUND;
+	}
+	if (!known)
+		return;
+	char text[512];
+	snprintf(text, sizeof text, "%d of %d timed runs are host-bound (the GPU busy under %.0f%% "
+		 "of the step): their step time rests on the host's speed, which differs by up to "
+		 "25%% between processes of one program; GPU-bound predictions were within a few "
+		 "percent on the H200 (docs/timing.md, \"GPU-bound and host-bound\").",
+		 host, known, 100 * SIM_GPU_BOUND);
+	page_para(&r->p, text);
+}
+
 static void answer_time(struct report *r)
 {
 	int ntimed = 0;
@@ -553,8 +579,8 @@ static void answer_time(struct report *r)
 			  "run --timing`) to see what each setting costs in time.");
 		return;
 	}
-	page_para(&r->p, "Predicted step time (`--timing`: each trace's cudaMalloc/cudaFree costs "
-		  "fitted from its own records) and peak reserved against pytorch (default), as "
+	page_para(&r->p, "Predicted step time (`--timing`: the timeline model, docs/timing.md) "
+		  "and peak reserved against pytorch (default), as "
 		  "geometric means over the group's traces where both ran without OOM, at the "
 		  "group's largest capacity. Groups without timed runs are left out.");
 	const char **heads = calloc((size_t)ntimed + 1, sizeof *heads);
@@ -612,6 +638,7 @@ static void answer_time(struct report *r)
 		tab_row(&r->p, cells);
 	}
 	tab_end(&r->p);
+	time_bound_note(r);
 out:
 	free(names);
 	free(heads);

@@ -3,7 +3,9 @@
  * run, one row, in the report's order (group, then batch, trace, policy,
  * setting, capacity), with a header row. RFC 4180 quoting (lines end in
  * LF): a field holding a comma, a quote or a line break is quoted, quotes
- * doubled. step_time_ns is a prediction only where timed is 1. Sizes in
+ * doubled. step_time_ns is a prediction only where timed is 1, and
+ * gpu_busy_fraction (the GPU's busy share of it; from 0.9 GPU-bound) is
+ * empty elsewhere. Sizes in
  * bytes and times in ns (exact, for a spreadsheet or pandas), plus the
  * OOM verdict in words.
  */
@@ -41,8 +43,8 @@ int report_csv(const struct report *r, const char *path, char *err, size_t errle
 		"trace_crc32", "run_id", "policy", "conf", "setting", "capacity_bytes",
 		"peak_reserved_bytes", "peak_allocated_bytes", "peak_requested_bytes", "floor_bytes",
 		"fragmentation", "device_allocs", "device_frees", "oom", "num_ooms", "oom_verdict",
-		"oom_explained", "step_time_ns", "timed", "complete", "labels_json",
-		"gpumemsim_version"};
+		"oom_explained", "step_time_ns", "timed", "gpu_busy_fraction", "complete",
+		"labels_json", "gpumemsim_version"};
 	const size_t nh = sizeof heads / sizeof heads[0];
 	FILE *f = fopen(path, "w");
 	if (!f) {
@@ -85,7 +87,11 @@ int report_csv(const struct report *r, const char *path, char *err, size_t errle
 					    x->oom_largest_free, x->oom_cached_free, why, sizeof why);
 			field(f, why, 0);
 			u64f(f, x->step_time_ns);
-			fprintf(f, "%d,%d,", x->timed, x->complete);
+			fprintf(f, "%d,", x->timed);
+			/* empty where unknown (not timed, or stored before it was kept) */
+			if (x->timed && x->gpu_busy >= 0)
+				fprintf(f, "%.6f", x->gpu_busy);
+			fprintf(f, ",%d,", x->complete);
 			field(f, x->labels_json, 0);
 			field(f, x->tool_version, 1);
 		}

@@ -201,4 +201,8 @@ Test(plot, pareto_marks_host_bound_predictions, .init = setup, .fini = teardown)
 			"> 0.9\")|$(sqlite3 %s \"SELECT count(*) FROM runs WHERE gpu_busy_fraction < "
 			"0.9\")|$(sqlite3 %s \"SELECT count(*) FROM runs WHERE gpu_busy_fraction IS "
 			"NULL\")\" = '1|1|1'", db, db, db), 0);
+	/* the report says how many of its timed runs the host bounds */
+	cr_assert_eq(th_sh("%s report --db %s -o %s/rep >/dev/null 2>&1 && grep -q '1 of 2 timed runs "
+			"are host-bound' %s/rep/report.md && grep -q ',1,0.942693,1,' %s/rep/runs.csv",
+			th_bin(), db, F.dir, F.dir, F.dir), 0);
 }

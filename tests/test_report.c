@@ -121,6 +121,9 @@ Test(report, runs_csv, .init = setup, .fini = teardown)
 	char *c = slurp_in(dir, "runs.csv");
 	cr_assert_not_null(c);
 	cr_assert_eq(strncmp(c, "group,workload,model,batch,trace_path,", 38), 0, "%s", c);
+	/* the GPU's busy share is empty where nothing was timed */
+	cr_assert_not_null(strstr(c, ",step_time_ns,timed,gpu_busy_fraction,complete,"), "%s", c);
+	cr_assert_not_null(strstr(c, ",0,0,,1,"), "%s", c);
 	/* 2 traces x 3 policies + the 200 MiB run */
 	cr_assert_eq(count(c, "\n"), 1 + 7, "%s", c);
 	cr_assert_not_null(strstr(c, "\"{\"\"model\"\":\"\"m\"\",\"\"batch\"\":\"\"16\"\"}\""), "%s", c);
