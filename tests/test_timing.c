@@ -766,3 +766,26 @@ Test(timing, gpu_busy_and_what_bounds_the_step)
 	unlink(path);
 	unlink(synced);
 }
+
+/* The held-out model families (traces/timing/heldout; docs/timing.md,
+ * "Held-out models"): the same-batch predictions of scripts/timing_paused.sh
+ * stay where the README says. Skipped under the sanitizers (the script
+ * replays 84 times; the sanitizer build runs the same code in the other
+ * tests). */
+Test(timing, heldout_models_stay_as_documented, .timeout = 300)
+{
+	const char *san = getenv("GPUMEMSIM_SAN");
+	char cmd[512], out[1 << 16];
+	if (san && *san)
+		cr_skip_test("sanitizer build");
+	if (!th_have("jq"))
+		cr_skip_test("no jq");
+	snprintf(cmd, sizeof cmd, "scripts/timing_paused.sh %s traces/timing/heldout", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "- mode's share, against the plain processes: median |error| 1.8%, "
+			      "max 23.6% (28 figures)"), "%s", out);
+	cr_assert(strstr(out, "GPU-bound replays (GPU busy 90% or more of the step): median "
+			      "|error| 1.0%, max 2.6% (10 figures)"), "%s", out);
+	cr_assert(strstr(out, "(the plain process, the capture's paused steps): median |error| "
+			      "1.9%, max 9.3% (28 figures)"), "%s", out);
+}
