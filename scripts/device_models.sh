@@ -30,6 +30,10 @@ W=${WORK_DIR:-/tmp/models}
 RECIPE=${RECIPE:-"mobilenet_v2:16 mobilenet_v2:32 mobilenet_v2:64 mobilenet_v2:128 densenet121:16 densenet121:32 densenet121:64 densenet121:128"}
 TIMING=${TIMING:-"resnet18:32 resnet18:128 resnet50:32 resnet50:128 mobilenet_v2:32 mobilenet_v2:128 densenet121:32 densenet121:128"}
 mkdir -p "$W"
+# a fresh machine has no build: make it as the other device scripts do
+# (device_build packs and exits when it fails; its log goes to $W)
+pack() { (cd "$W" && tar -czf "$OUT/recipes.tgz" . 2>/dev/null); }
+[ -n "${GPUMEMSIM:-}" ] || device_build
 export PYTHONUNBUFFERED=1
 left() { echo $((deadline - ($(date +%s) - T0))); }
 log() { printf '%s\t+%ss\t%s\n' "$(date +%s)" $(($(date +%s) - T0)) "$*" >> "$OUT/timeline.txt"; echo "[models +$(($(date +%s) - T0))s] $*"; }

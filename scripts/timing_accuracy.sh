@@ -37,6 +37,11 @@
 # cost the replay takes out and the one the real step implies) and each
 # real figure's standard error (its steps' own noise).
 #
+# MODELS picks the models (default the four above; traces/timing/heldout:
+# MODELS="vgg11 efficientnet_b0 vit_b_16 regnet_y_400mf"), each at the batch
+# sizes of its captures in the set; every model but ResNet-18 and ResNet-50
+# counts as held out.
+#
 # Prints Markdown on stdout. Needs jq and awk. Deterministic.
 set -u
 G=${1:-build/gpumemsim}
@@ -119,13 +124,26 @@ breakdown() {
 				ts / ns / 1e6, tm / ns / 1e6, gpu / ns / 1e6, rec / ns, cb / ns }'
 }
 
-models="resnet18 resnet50 mobilenet_v2 densenet121"
-batches="32 128"
-heldout() { case $1 in mobilenet_v2|densenet121) echo 1 ;; *) echo 0 ;; esac; }
+# MODELS (default the four of the fit and held-out sets); a model's batch
+# sizes are those its caching capture in the set has
+models=${MODELS:-"resnet18 resnet50 mobilenet_v2 densenet121"}
+batches_of() {
+	local f b out=""
+	for f in "$H/$1"-b*-cap-caching.trace.gz; do
+		[ -r "$f" ] || continue
+		b=${f##*-b}
+		out="$out ${b%-cap-caching.trace.gz}"
+	done
+	printf '%s\n' $out | sort -n | tr '\n' ' '
+}
+# the constants were fitted on ResNet-18 and ResNet-50: every other model is held out
+heldout() { case $1 in resnet18|resnet50) echo 0 ;; *) echo 1 ;; esac; }
 ERRS=$(mktemp)
 trap 'rm -f "$ERRS"' EXIT
 
-k0=$("$G" run "$H/resnet50-b32-cap-nocaching.trace.gz" --policy pytorch --timing --no-db --json | jq -c '.timing | {cost_table, capture_mode, capture_share, dev_call_us, cap_api_us, cap_call_us, cap_mem_us, cap_range_us, launch_latency_us, hit_us}')
+first=$(ls "$H"/*-cap-nocaching.trace.gz 2>/dev/null | head -1)
+[ -n "$first" ] || die "$H: no *-cap-nocaching.trace.gz"
+k0=$("$G" run "$first" --policy pytorch --timing --no-db --json | jq -c '.timing | {cost_table, capture_mode, capture_share, dev_call_us, cap_api_us, cap_call_us, cap_mem_us, cap_range_us, launch_latency_us, hit_us}')
 echo "# Step time: timeline model vs uncaptured steps (H200)"
 echo
 echo "Constants in use (\`run --json\` .timing of a callbacks-mode capture): \`$k0\`"
@@ -137,6 +155,7 @@ echo
 echo "| model | batch | real caching | SE | real no caching | SE | nc->c | err | before | nc->nc | err | before | c->c | err | before | c->nc | err | before |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for m in $models; do
+	batches=$(batches_of "$m")
 	for b in $batches; do
 		nc=$H/$m-b$b-cap-nocaching.trace.gz
 		ca=$H/$m-b$b-cap-caching.trace.gz
@@ -183,6 +202,7 @@ echo
 echo "| model | batch | caching | captured | host gaps | launches | syncs | malloc/free | GPU busy | API records | callbacks | launch p50 | real | predicted | removed | needed | needed / callback (us) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for m in $models; do
+	batches=$(batches_of "$m")
 	for b in $batches; do
 		for k in 1 0; do
 			tr=$H/$m-b$b-cap-$([ $k = 1 ] && echo caching || echo nocaching).trace.gz
@@ -212,6 +232,7 @@ echo
 echo "| model | from B | to B' | fit on | gpu_scale | real caching B' | real no caching B' | nc->c | err | nc->nc | err | c->c | err | c->nc | err |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for m in $models; do
+	batches=$(batches_of "$m")
 	for b in $batches; do
 		for b2 in $batches; do
 			[ "$b" = "$b2" ] && continue
@@ -278,7 +299,7 @@ summ() {
 			printf "| %s | %d | %.1f%% | %.1f%% | %d of %d | %d of %d | %s | %s |\n", name, n, me, mx, u + 0, n, q + 0, n, mf, xf }' "$ERRS"
 }
 summ same 0 "same batch, fit set (ResNet-18, ResNet-50)"
-summ same 1 "same batch, held out (MobileNet-V2, DenseNet-121)"
+summ same 1 "same batch, held out (the other models)"
 summ batch 0 "other batch, fit set"
 summ batch 1 "other batch, held out"
 summ all any "everything"
