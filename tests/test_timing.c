@@ -789,3 +789,21 @@ Test(timing, heldout_models_stay_as_documented, .timeout = 300)
 	cr_assert(strstr(out, "(the plain process, the capture's paused steps): median |error| "
 			      "1.9%, max 9.3% (28 figures)"), "%s", out);
 }
+
+/* The same held-out set through scripts/timing_accuracy.sh, both directions
+ * and another batch size (docs/timing.md, "Held-out models"). */
+Test(timing, heldout_models_accuracy_stays_as_documented, .timeout = 300)
+{
+	const char *san = getenv("GPUMEMSIM_SAN");
+	char cmd[512], out[1 << 17];
+	if (san && *san)
+		cr_skip_test("sanitizer build");
+	if (!th_have("jq"))
+		cr_skip_test("no jq");
+	snprintf(cmd, sizeof cmd, "MODELS='vgg11 efficientnet_b0 vit_b_16 regnet_y_400mf' "
+		 "scripts/timing_accuracy.sh %s traces timing/heldout", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "| everything | 52 | 2.5% | 27.4% | 49 of 52 |"), "%s", out);
+	cr_assert(strstr(out, "| GPU-bound replays (GPU busy 90% or more of the step) | 20 | 1.2% | "
+			      "5.9% | 20 of 20 |"), "%s", out);
+}
