@@ -216,7 +216,8 @@ Test(sweep, result_encoding_round_trips_and_rejects_truncation)
 	cr_assert_eq(d.nranges, r.nranges);
 	cr_assert_eq(d.gpu_busy_fraction, r.gpu_busy_fraction);
 	cr_assert_eq(d.nsteps, r.nsteps);
-	cr_assert_eq(memcmp(d.step_gpu_ns, r.step_gpu_ns, r.nsteps * sizeof *r.step_gpu_ns), 0);
+	if (r.nsteps) /* memcmp of two NULLs is undefined even for 0 bytes */
+		cr_assert_eq(memcmp(d.step_gpu_ns, r.step_gpu_ns, r.nsteps * sizeof *r.step_gpu_ns), 0);
 	sim_result_free(&d);
 	for (size_t cut = 0; cut < len; cut += 1 + cut / 16)
 		cr_assert_eq(sweep_decode_result(buf, cut, &d), -1, "cut at %zu decoded", cut);
