@@ -65,7 +65,10 @@ static const struct cli_opt run_opts[] = {
 			    "timeline=0: the earlier model (fitted medians, the\n"
 			    "captured host kept); calibrate=1: the capture's share\n"
 			    "of the host measured by its uncaptured steps\n"
-			    "(`capture --pause-at-step`)"},
+			    "(`capture --pause-at-step`); another batch size B2\n"
+			    "from a capture at B: gpu_scale (the batch fit of kernel\n"
+			    "time) and size_scale=B2/B (device calls cost as\n"
+			    "requests that much larger would)"},
 	{"--requests", "TRACE", "the request stream of a no-caching capture of the same\n"
 				"program, on TRACE's (a caching-on capture's) timeline,\n"
 				"aligned by kernel launch per step: the no-caching\n"
@@ -312,6 +315,8 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 			json_kv_double(&j, "capture_share", cm->scale_calls ? 0 : 1.0 - cm->host_scale);
 			json_kv_double(&j, "dev_call_us", cm->dev_call_ns / 1e3);
 			json_kv_double(&j, "dev_call_frac", cm->dev_call_frac);
+			json_kv_double(&j, "gpu_scale", cm->gpu_scale);
+			json_kv_double(&j, "size_scale", cm->size_scale);
 			json_kv_double(&j, "cap_api_us", cm->cap_api_ns / 1e3);
 			json_kv_double(&j, "cap_call_us", cm->cap_call_ns / 1e3);
 			json_kv_double(&j, "cap_mem_us", cm->cap_mem_ns / 1e3);

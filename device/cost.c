@@ -79,6 +79,7 @@ void cost_defaults(struct cost_model *m)
 	m->api_overhead_ns = 0;
 	m->scale_calls = 1;
 	m->gpu_scale = 1.0;
+	m->size_scale = 1.0;
 	m->calibrate = 0;
 }
 
@@ -174,6 +175,13 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			}
 			continue;
 		}
+		if (!strcmp(kv.key, "size_scale")) {
+			if (conf_double(&kv, 0.01, 100, &m->size_scale, err, errlen) < 0) {
+				r = -1;
+				break;
+			}
+			continue;
+		}
 		if (!strcmp(kv.key, "cap_own")) {
 			/* a factor on the measured own time, not a time */
 			if (conf_double(&kv, 0, 10, &m->cap_own, err, errlen) < 0) {
@@ -198,7 +206,7 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
 				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
 				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
-				 "timeline, calibrate, table, dev_call_us, dev_call_frac, gpu_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
+				 "timeline, calibrate, table, dev_call_us, dev_call_frac, gpu_scale, size_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
 				 "min_gap_us, launch_latency_us, trace_hit_us)",
 				 kv.key);
 			r = -1;

@@ -106,6 +106,9 @@ struct cost_model {
 	double launch_latency_ns;     /* a launch's return to its kernel's earliest start */
 	double gpu_scale;             /* factor on every GPU duration (another batch
 				       * size: the batch fit of kernel time, 1 = as recorded) */
+	double size_scale;            /* a device call costs what one of size_scale times
+				       * its bytes costs (another batch size: B'/B, the
+				       * activations' growth; 1 = as requested) */
 	double trace_hit_ns;          /* the trace's own allocator cost per a/f record,
 				       * already in its gaps (requests from a caching run) */
 	int calibrate;                /* 1: a capture's uncaptured steps set the share
@@ -174,6 +177,13 @@ static inline uint64_t cost_curve_ns(const struct cost_curve *c, uint64_t bytes)
 	double v = cost_curve_call_ns(c, bytes);
 	v += v * c->extra_frac + c->extra_ns;
 	return v > 0 ? (uint64_t)(v + 0.5) : 0;
+}
+
+/* The bytes whose cost a device call of BYTES pays under M (size_scale). */
+static inline uint64_t cost_call_bytes(const struct cost_model *m, uint64_t bytes)
+{
+	return m->size_scale <= 0 || m->size_scale == 1.0 ? bytes
+							 : (uint64_t)((double)bytes * m->size_scale + 0.5);
 }
 
 /* ------------------------------------------------------ timeline model */

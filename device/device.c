@@ -261,7 +261,7 @@ int device_foreign_alloc(struct sim_device *d, uint64_t bytes)
 	if (d->reserved + d->foreign > d->peak_total)
 		d->peak_total = d->reserved + d->foreign;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, bytes);
+		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, cost_call_bytes(d->cost, bytes));
 		d->cost_calls++;
 	}
 	return DEVICE_OK;
@@ -271,7 +271,7 @@ void device_foreign_free(struct sim_device *d, uint64_t bytes)
 {
 	d->foreign -= bytes <= d->foreign ? bytes : d->foreign;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->free_c, bytes);
+		d->cost_ns += cost_curve_ns(&d->cost->free_c, cost_call_bytes(d->cost, bytes));
 		d->cost_calls++;
 		d->cost_sync |= d->cost->free_sync;
 	}
@@ -312,7 +312,7 @@ int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_
 		u64map_put(&d->live, a, bytes);
 	d->c.mallocs++;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, bytes);
+		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, cost_call_bytes(d->cost, bytes));
 		d->cost_calls++;
 	}
 	if (d->log)
@@ -329,7 +329,7 @@ void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes)
 	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
 	d->c.frees++;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->free_c, bytes);
+		d->cost_ns += cost_curve_ns(&d->cost->free_c, cost_call_bytes(d->cost, bytes));
 		d->cost_calls++;
 		d->cost_sync |= d->cost->free_sync;
 	}

@@ -807,3 +807,25 @@ Test(timing, heldout_models_accuracy_stays_as_documented, .timeout = 300)
 	cr_assert(strstr(out, "| GPU-bound replays (GPU busy 90% or more of the step) | 20 | 1.2% | "
 			      "5.9% | 20 of 20 |"), "%s", out);
 }
+
+/* size_scale: a device call costs what one of size_scale times its bytes
+ * costs (another batch size); 1 by default, refused outside 0.01..100. */
+Test(timing, size_scale_moves_a_call_to_the_scaled_size)
+{
+	struct cost_model m;
+	char err[256] = "";
+	cost_defaults(&m);
+	const char *t = "0\t1048576\t10000\t50\t7000\t50\n"
+			"1048576\t2097152\t60000\t10\t40000\t10\n"
+			"2097152\t4194304\t80000\t10\t50000\t10\n";
+	cr_assert_eq(cost_table_parse(&m, t, "t.tsv", err, sizeof err), 0, "%s", err);
+	uint64_t b = 3u << 19; /* 1.5 MiB */
+	cr_assert_eq(cost_call_bytes(&m, b), b);
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, cost_call_bytes(&m, b)), 60000);
+	cr_assert_eq(cost_parse(&m, "size_scale=2", err, sizeof err), 0, "%s", err);
+	cr_assert_eq(cost_call_bytes(&m, b), 2 * b);
+	cr_assert_eq(cost_curve_ns(&m.malloc_c, cost_call_bytes(&m, b)), 80000);
+	cr_assert_eq(cost_curve_ns(&m.free_c, cost_call_bytes(&m, b / 4)), 7000);
+	cr_assert_eq(cost_parse(&m, "size_scale=0", err, sizeof err), -1);
+	cr_assert(strstr(err, "size_scale"), "%s", err);
+}
