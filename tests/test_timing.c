@@ -281,8 +281,9 @@ Test(timing, capture_cost_comes_off_the_host)
 
 /* PyTorch's work around a device call (dev_call_us, and dev_call_frac of
  * its cost) is charged with each call the policy makes and taken out of
- * the recorded host gaps; where the gap in front is too short (a cudaFree right after the previous call, as
- * PyTorch's no-caching path makes them) the rest comes off the next gaps,
+ * the recorded host gaps; where the gap in front is too short (a cudaFree
+ * right after the previous call, as PyTorch's no-caching path makes them)
+ * the rest comes off the next gaps,
  * so replaying a no-caching capture without caching charges and takes out
  * the same: the step does not move with the knob. */
 Test(timing, device_call_cost_moves_past_a_short_gap)
@@ -767,6 +768,17 @@ Test(timing, gpu_busy_and_what_bounds_the_step)
 	unlink(synced);
 }
 
+/* The accuracy scripts replay a whole validation set: skipped under the
+ * sanitizers (the same code runs in the other tests there) and without jq. */
+static void skip_unless_script_run(void)
+{
+	const char *san = getenv("GPUMEMSIM_SAN");
+	if (san && *san)
+		cr_skip_test("sanitizer build");
+	if (!th_have("jq"))
+		cr_skip_test("no jq");
+}
+
 /* The held-out model families (traces/timing/heldout; docs/timing.md,
  * "Held-out models"): the same-batch predictions of scripts/timing_paused.sh
  * stay where the README says. Skipped under the sanitizers (the script
@@ -774,12 +786,8 @@ Test(timing, gpu_busy_and_what_bounds_the_step)
  * tests). */
 Test(timing, heldout_models_stay_as_documented, .timeout = 300)
 {
-	const char *san = getenv("GPUMEMSIM_SAN");
 	char cmd[512], out[1 << 16];
-	if (san && *san)
-		cr_skip_test("sanitizer build");
-	if (!th_have("jq"))
-		cr_skip_test("no jq");
+	skip_unless_script_run();
 	snprintf(cmd, sizeof cmd, "scripts/timing_paused.sh %s traces/timing/heldout", th_bin());
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
 	cr_assert(strstr(out, "- mode's share, against the plain processes: median |error| 2.1%, "
@@ -794,12 +802,8 @@ Test(timing, heldout_models_stay_as_documented, .timeout = 300)
  * and another batch size (docs/timing.md, "Held-out models"). */
 Test(timing, heldout_models_accuracy_stays_as_documented, .timeout = 300)
 {
-	const char *san = getenv("GPUMEMSIM_SAN");
 	char cmd[512], out[1 << 17];
-	if (san && *san)
-		cr_skip_test("sanitizer build");
-	if (!th_have("jq"))
-		cr_skip_test("no jq");
+	skip_unless_script_run();
 	snprintf(cmd, sizeof cmd, "MODELS='vgg11 efficientnet_b0 vit_b_16 regnet_y_400mf' "
 		 "scripts/timing_accuracy.sh %s traces timing/heldout", th_bin());
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
