@@ -127,8 +127,11 @@ struct engine {
 	/* time */
 	int have_t0;
 	uint64_t t0, delay, host_end, gpu_end, trace_end;
-	/* the GPU's busy time (the union of the work queued on it): the sum,
-	 * where the union reaches, and the sum when the open step began */
+	/* the GPU's busy time: the union of the work queued on it, taken in
+	 * queue order (work on another stream that starts before the latest
+	 * end so far counts only past it: exact for one stream, a lower bound
+	 * for several); the sum, where it reaches, and the sum when the open
+	 * step began */
 	uint64_t gpu_busy, gpu_cover_end, step_busy_begin;
 	struct u64map stream_idx;     /* stream id -> index */
 	uint32_t stream_lut[STREAM_LUT]; /* small ids: index + 1, 0 = unknown */
