@@ -60,7 +60,7 @@ command -v jq >/dev/null || die "needs jq"
 pred() {
 	local tr=$1 pol=$2 k=$3
 	shift 3
-	tl_pred_busy "$G" "$W" "$tr" "$pol" "$k" "$@" | cut -d' ' -f1 || die "run $tr $pol $k failed"
+	tl_pred "$G" "$W" "$tr" "$pol" "$k" "$@" || die "run $tr $pol $k failed"
 }
 # predb: pred's arguments; prints the mean step and the GPU's busy share
 predb() {

@@ -10,26 +10,27 @@ tl_err() {
 	awk -v p="$1" -v m="$2" 'BEGIN { printf "%+.1f%%", (p - m) / m * 100 }'
 }
 
-# tl_pred GPUMEMSIM WARMUP TRACE POLICY KNOBS [ARGS...]: the mean step (ms)
-# after WARMUP steps of `run TRACE --policy POLICY --cost KNOBS ARGS --json`
-# (0 when there are none); the pipeline's status is jq's
-tl_pred() {
-	local g=$1 w=$2 t=$3 p=$4 k=$5
+# tl_pred_busy GPUMEMSIM WARMUP TRACE POLICY KNOBS [ARGS...]: the mean step
+# (ms) after WARMUP steps of `run TRACE --policy POLICY --cost KNOBS ARGS
+# --json` (0 when there are none) and, after a space, the GPU's busy share
+# of those steps (`steps_gpu_busy_ns`; 0.90 or more: the replay's step is
+# GPU-bound, docs/timing.md "GPU-bound and host-bound"); fails when jq
+# does or the run printed nothing (a run that failed)
+tl_pred_busy() {
+	local g=$1 w=$2 t=$3 p=$4 k=$5 out
 	shift 5
-	"$g" run "$t" --policy "$p" --cost "$k" "$@" --no-db --json |
-		jq -r --argjson w "$w" '.steps_ns[$w:] | if length == 0 then 0 else add / length / 1e6 end'
+	out=$("$g" run "$t" --policy "$p" --cost "$k" "$@" --no-db --json |
+		jq -r --argjson w "$w" '(.steps_ns[$w:] | add // 0) as $s | (.steps_gpu_busy_ns[$w:] | add // 0) as $g
+			| if $s == 0 then "0 0" else "\($s / (.steps_ns[$w:] | length) / 1e6) \($g / $s)" end') || return
+	[ -n "$out" ] || return 1
+	echo "$out"
 }
 
-# tl_pred_busy: tl_pred's arguments; prints the mean step (ms) and, after
-# a space, the GPU's busy share of those steps (`steps_gpu_busy_ns`; 0.90
-# or more: the replay's step is GPU-bound, docs/timing.md "GPU-bound and
-# host-bound")
-tl_pred_busy() {
-	local g=$1 w=$2 t=$3 p=$4 k=$5
-	shift 5
-	"$g" run "$t" --policy "$p" --cost "$k" "$@" --no-db --json |
-		jq -r --argjson w "$w" '(.steps_ns[$w:] | add // 0) as $s | (.steps_gpu_busy_ns[$w:] | add // 0) as $g
-			| if $s == 0 then "0 0" else "\($s / (.steps_ns[$w:] | length) / 1e6) \($g / $s)" end'
+# tl_pred: tl_pred_busy's arguments; the mean step alone, with its status
+tl_pred() {
+	local out
+	out=$(tl_pred_busy "$@") || return
+	echo "${out%% *}"
 }
 
 # tl_summary ERRORS...: "median |error| M%, max N% (K figures)" of the

@@ -36,11 +36,11 @@ pred() {
 	shift 3
 	tl_pred "$G" 3 "$t" "$p" "$k" "$@" || die "run $t $p $k failed"
 }
-# busy TRACE POLICY KNOBS [ARGS...]: the GPU's busy share of those steps
-busy() {
+# predb: pred's arguments; the mean replayed step and the GPU's busy share
+predb() {
 	local t=$1 p=$2 k=$3
 	shift 3
-	tl_pred_busy "$G" 3 "$t" "$p" "$k" "$@" | cut -d' ' -f2 || die "run $t $p $k failed"
+	tl_pred_busy "$G" 3 "$t" "$p" "$k" "$@" || die "run $t $p $k failed"
 }
 share() { "$G" run "$1" --policy pytorch --cost calibrate=1 --no-db --json | jq -r '.timing | "\(.capture_share * 1000 | round / 1000)\(if .calibration.at_bound then " (bound)" else "" end)"'; }
 f1() { awk -v x="$1" 'BEGIN { printf "%.1f", x }'; }
@@ -71,10 +71,12 @@ for t in "$D"/*-cap-caching.trace.gz; do
 	c=$stem-cap-caching.trace.gz n=$stem-cap-nocaching.trace.gz
 	plc=$(steps "$stem-plain-caching.json" 3 13) pln=$(steps "$stem-plain-nocaching.json" 3 13)
 	pac=$(steps "$stem-cap-caching.json" 8 13) pan=$(steps "$stem-cap-nocaching.json" 8 13)
-	a=$(pred "$n" pytorch timeline=1) ak=$(pred "$n" pytorch calibrate=1)
-	r=$(pred "$c" cuda_malloc timeline=1 --requests "$n") rk=$(pred "$c" cuda_malloc calibrate=1 --requests "$n")
-	cc=$(pred "$c" pytorch timeline=1) cck=$(pred "$c" pytorch calibrate=1)
-	nn=$(pred "$n" cuda_malloc timeline=1) nnk=$(pred "$n" cuda_malloc calibrate=1)
+	read -r a fa <<<"$(predb "$n" pytorch timeline=1)"
+	read -r r fr <<<"$(predb "$c" cuda_malloc timeline=1 --requests "$n")"
+	read -r cc fc <<<"$(predb "$c" pytorch timeline=1)"
+	read -r nn fn <<<"$(predb "$n" cuda_malloc timeline=1)"
+	ak=$(pred "$n" pytorch calibrate=1) rk=$(pred "$c" cuda_malloc calibrate=1 --requests "$n")
+	cck=$(pred "$c" pytorch calibrate=1) nnk=$(pred "$n" cuda_malloc calibrate=1)
 	e1=$(tl_err "$a" "$plc") e2=$(tl_err "$a" "$pac") e3=$(tl_err "$ak" "$plc")
 	e4=$(tl_err "$r" "$pln") e5=$(tl_err "$r" "$pan") e6=$(tl_err "$rk" "$pln")
 	e7=$(tl_err "$cc" "$plc") e8=$(tl_err "$cck" "$plc") e9=$(tl_err "$nn" "$pln") e10=$(tl_err "$nnk" "$pln")
@@ -83,8 +85,7 @@ for t in "$D"/*-cap-caching.trace.gz; do
 	twc=$(awk -v a="$plc" -v b="$pac" 'BEGIN { print (a + b) / 2 }') twn=$(awk -v a="$pln" -v b="$pan" 'BEGIN { print (a + b) / 2 }')
 	E_TWO+=("$(tl_err "$a" "$twc")" "$(tl_err "$r" "$twn")" "$(tl_err "$cc" "$twc")" "$(tl_err "$nn" "$twn")")
 	# the mode's share against the plain processes, by what bounds the replay
-	for x in "$e1 $(busy "$n" pytorch timeline=1)" "$e4 $(busy "$c" cuda_malloc timeline=1 --requests "$n")" \
-		"$e7 $(busy "$c" pytorch timeline=1)" "$e9 $(busy "$n" cuda_malloc timeline=1)"; do
+	for x in "$e1 $fa" "$e4 $fr" "$e7 $fc" "$e9 $fn"; do
 		set -- $x
 		if awk -v f="$2" 'BEGIN { exit !(f >= 0.9) }'; then E_GPU+=("$1"); else E_HOST+=("$1"); fi
 	done
