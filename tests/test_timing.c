@@ -202,14 +202,17 @@ Test(timing, own_calls_beat_the_table)
 
 /* Launches 20 us apart on the host, kernels of 5 us: host-bound. The
  * capture's share comes off the gaps and the calls, a per-record cost off
- * the gap before each call (never below min_gap). */
-static void host_bound_own(char *path, size_t len, const char *label, unsigned cstep,
-			   const char *own)
+ * the gap before each call (never below min_gap). The launches CSTEP
+ * correlation ids apart; OWN: the 'p' records' own-time fields (" OWN_NS
+ * OWN_CBS"), NULL for none; SYNC: each step ends in a device-wide
+ * synchronisation. */
+static void host_bound_steps(char *path, size_t len, const char *label, unsigned cstep,
+			     const char *own, int sync)
 {
 	struct th_sbuf b = {0};
 	h200_header(&b, label);
 	th_sb_printf(&b, "S 0 cudaLaunchKernel\nS 1 kern\nS 2 step 0\nS 3 step 1\nS 4 step 2\n"
-		      "S 5 tail\n");
+		      "S 5 tail\n%s", sync ? "S 6 cudaDeviceSynchronize\n" : "");
 	uint64_t t = 1000000;
 	unsigned corr = 1;
 	for (int s = 0; s < 3; s++) {
@@ -225,6 +228,13 @@ static void host_bound_own(char *path, size_t len, const char *label, unsigned c
 			corr += cstep;
 			t = p + 4000;
 		}
+		if (sync) {
+			/* the step waits for its work at its end */
+			snprintf(lines[nl++], sizeof lines[0], "p %lu %lu 6 %u", t + 1000, t + 8000, corr);
+			snprintf(lines[nl++], sizeof lines[0], "y %lu %lu context - %u", t + 1000, t + 8000,
+				 corr);
+			corr += cstep;
+		}
 		t += 10000;
 		th_sb_printf(&b, "r %lu %lu %d 0\n", s0, t, 2 + s);
 		for (int i = 0; i < nl; i++)
@@ -237,14 +247,19 @@ static void host_bound_own(char *path, size_t len, const char *label, unsigned c
 	free(b.s);
 }
 
-/* The same, one CUPTI correlation id a launch (no unrecorded calls). */
-/* The same; the launches CSTEP correlation ids apart; OWN: the 'p'
- * records' own-time fields (" OWN_NS OWN_CBS"), NULL for none. */
+/* The same without the synchronisations. */
+static void host_bound_own(char *path, size_t len, const char *label, unsigned cstep,
+			   const char *own)
+{
+	host_bound_steps(path, len, label, cstep, own, 0);
+}
+
 static void host_bound_corr(char *path, size_t len, const char *label, unsigned cstep)
 {
 	host_bound_own(path, len, label, cstep, NULL);
 }
 
+/* The same, one CUPTI correlation id a launch (no unrecorded calls). */
 static void host_bound(char *path, size_t len, const char *label)
 {
 	host_bound_corr(path, len, label, 1);
@@ -691,30 +706,7 @@ Test(timing, hostspeed_table_reads_the_shipped_runs)
  * training step's torch.cuda.synchronize()). */
 static void synced_steps(char *path, size_t len)
 {
-	struct th_sbuf b = {0};
-	h200_header(&b, NULL);
-	th_sb_printf(&b, "S 0 cudaLaunchKernel\nS 1 kern\nS 2 step 0\nS 3 step 1\nS 4 step 2\n"
-		      "S 5 tail\nS 6 cudaDeviceSynchronize\n");
-	uint64_t t = 1000000;
-	unsigned corr = 1;
-	for (int s = 0; s < 3; s++) {
-		/* ten 20 us launch periods, the sync, 10 us to the range end */
-		th_sb_printf(&b, "r %lu %lu %d 0\n", t, t + 210000, 2 + s);
-		for (int i = 0; i < 10; i++, corr++) {
-			uint64_t p = t + 16000;
-			th_sb_printf(&b, "p %lu %lu 0 %u\n", p, p + 4000, corr);
-			th_sb_printf(&b, "k %lu %lu 7 1 1,1,1 1,1,1 0 0 %u\n", p + 4500, p + 9500, corr);
-			t = p + 4000;
-		}
-		th_sb_printf(&b, "p %lu %lu 6 %u\n", t + 1000, t + 8000, corr);
-		th_sb_printf(&b, "y %lu %lu context - %u\n", t + 1000, t + 8000, corr);
-		corr++;
-		t += 10000;
-	}
-	th_sb_printf(&b, "r %lu %lu 5 0\n", t + 5000, t + 6000);
-	th_sb_end(&b);
-	th_tmpfile(path, len, "tlsync", b.s);
-	free(b.s);
+	host_bound_steps(path, len, NULL, 1, NULL, 1);
 }
 
 /* The GPU's busy time per step, and what bounds the replayed step
