@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../base/vec.h"
+#include "../sim/engine.h"
 #include "plot_int.h"
 
 static const char *const kind_names[PLOT_KIND_COUNT] = {"timeline", "batch", "frag", "compare",
@@ -242,6 +243,13 @@ int plot_load_runs(struct store *s, const struct plot_select *sel, struct plot_r
 	}
 	*runs = l.runs;
 	return l.n;
+}
+
+int plot_run_host_bound(const struct plot_run *r)
+{
+	if (!r->timed || !r->step_time_ns || r->gpu_busy < 0)
+		return -1;
+	return r->gpu_busy < SIM_GPU_BOUND;
 }
 
 const char *plot_run_setting(const struct plot_run *r, char *buf, size_t len)

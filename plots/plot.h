@@ -101,6 +101,11 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 /* "pytorch expandable_segments:True" or "pytorch (default)", into BUF. */
 const char *plot_run_setting(const struct plot_run *r, char *buf, size_t len);
 
+/* What bounds R's predicted step (docs/timing.md, "GPU-bound and
+ * host-bound"): 1 the host, 0 the GPU, -1 not known (not timed, or stored
+ * before the busy share was kept). */
+int plot_run_host_bound(const struct plot_run *r);
+
 /* plot_regions.c: the figure of `explain batch --figure OUT`: per batch
  * size, the ranges the policy held at the peak as stacked bars (in the
  * order taken; wholly free ones apart), the live bytes then, and the

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "../base/size.h"
-#include "../sim/engine.h"
 #include "plot_int.h"
 
 #define PLOT_MAX_PARETO_TRACES 12
@@ -154,7 +153,7 @@ int fig_pareto(struct fig *f, const struct plot_run *runs, int n, char *err,
 		for (int i = 0; i < m; i++) {
 			/* host-bound: the prediction carries the host's speed, which
 			 * differs between processes (docs/timing.md) */
-			int host = tr[i]->gpu_busy >= 0 && tr[i]->gpu_busy < SIM_GPU_BOUND;
+			int host = plot_run_host_bound(tr[i]) == 1;
 			nhost += host;
 			fprintf(d, "%.6f %.6f %d \"%s\" %d\n", px[i], py[i], front[i], lab[i], host);
 		}

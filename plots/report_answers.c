@@ -551,11 +551,11 @@ static void time_bound_note(struct report *r)
 {
 	int known = 0, host = 0;
 	for (int i = 0; i < r->nruns; i++) {
-		const struct plot_run *x = &r->runs[i];
-		if (!x->timed || !x->step_time_ns || x->gpu_busy < 0)
+		int h = plot_run_host_bound(&r->runs[i]);
+		if (h < 0)
 			continue;
 		known++;
-		host += x->gpu_busy < SIM_GPU_BOUND;
+		host += h;
 	}
 	if (!known)
 		return;
