@@ -298,9 +298,9 @@ Test(timing, capture_cost_comes_off_the_host)
  * its cost) is charged with each call the policy makes and taken out of
  * the recorded host gaps; where the gap in front is too short (a cudaFree
  * right after the previous call, as PyTorch's no-caching path makes them)
- * the rest comes off the next gaps,
- * so replaying a no-caching capture without caching charges and takes out
- * the same: the step does not move with the knob. */
+ * the rest comes off the next gaps, so replaying a no-caching capture
+ * without caching charges and takes out the same: the step does not move
+ * with the knob. */
 Test(timing, device_call_cost_moves_past_a_short_gap)
 {
 	struct th_sbuf b = {0};
