@@ -303,7 +303,13 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 		json_kv_double(&j, "free_large_us", cm->free_c.large_ns / 1e3);
 		json_kv_double(&j, "free_us_per_mib", cm->free_c.large_ns_per_mib / 1e3);
 		json_kv_double(&j, "map_us", cm->map_ns / 1e3);
+		json_kv_double(&j, "map_page_us", cm->map_page_ns / 1e3);
 		json_kv_double(&j, "unmap_us", cm->unmap_ns / 1e3);
+		json_kv_double(&j, "unmap_page_us", cm->unmap_page_ns / 1e3);
+		json_kv_double(&j, "pool_alloc_us", cm->pool_alloc_ns / 1e3);
+		json_kv_double(&j, "pool_free_us", cm->pool_free_ns / 1e3);
+		json_kv_double(&j, "pool_grow_us", cm->pool_grow_ns / 1e3);
+		json_kv_double(&j, "pool_trim_us", cm->pool_trim_ns / 1e3);
 		json_kv_double(&j, "hit_us", cm->hit_ns / 1e3);
 		json_kv_bool(&j, "free_sync", cm->free_sync);
 		json_kv_u64(&j, "fit_mallocs", cm->n_malloc);

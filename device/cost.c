@@ -68,10 +68,27 @@ void cost_defaults(struct cost_model *m)
 	m->free_c.small_ns = 5000;
 	m->free_c.large_ns = 40000;
 	m->free_c.large_ns_per_mib = 800;
-	/* cuMemCreate + cuMemMap + cuMemSetAccess of one 2 MiB page, and its
-	 * unmap + release: assumed like a large cudaMalloc/cudaFree */
-	m->map_ns = 60000;
-	m->unmap_ns = 40000;
+	/* measured on the H200 (driver 580) by traces/timing/vmm_cost.cu
+	 * (traces/timing/settings/pinned/costs, docs/timing.md "Cost table"):
+	 * mapping N pages of 2 or 20 MiB took 58-700 us for N = 1-16, about
+	 * 16 + 41.5 N us whatever the page size; unmapping 42-760 us, about
+	 * 7 + 32 N us plus 0.77 us a MiB (a 20 MiB handle's release costs more) */
+	m->map_ns = 16000;
+	m->map_page_ns = 41500;
+	m->unmap_ns = 7000;
+	m->unmap_page_ns = 32000;
+	m->unmap_ns_per_mib = 770;
+	/* cudaMallocAsync / cudaFreeAsync served by the pool: 6.0-6.2 and
+	 * 4.3-5.1 us a call in the training steps of two caching-on captures
+	 * (traces/timing/settings/async), less the capture's 0.27 us inside a
+	 * call (1.5-2.2 and 0.7-1.0 us on an idle GPU); growing the pool
+	 * 54 us + 1.17 us a MiB, trimming it 60 us + 1.55 us a MiB (vmm_cost) */
+	m->pool_alloc_ns = 5800;
+	m->pool_free_ns = 4400;
+	m->pool_grow_ns = 54000;
+	m->pool_grow_ns_per_mib = 1170;
+	m->pool_trim_ns = 60000;
+	m->pool_trim_ns_per_mib = 1550;
 	/* PyTorch's caching allocator serves a hit in about 1 us of host time */
 	m->hit_ns = 1000;
 	m->free_sync = 1;
@@ -105,7 +122,16 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 		{"free_large_us", offsetof(struct cost_model, free_c.large_ns)},
 		{"free_us_per_mib", offsetof(struct cost_model, free_c.large_ns_per_mib)},
 		{"map_us", offsetof(struct cost_model, map_ns)},
+		{"map_page_us", offsetof(struct cost_model, map_page_ns)},
 		{"unmap_us", offsetof(struct cost_model, unmap_ns)},
+		{"unmap_page_us", offsetof(struct cost_model, unmap_page_ns)},
+		{"unmap_us_per_mib", offsetof(struct cost_model, unmap_ns_per_mib)},
+		{"pool_alloc_us", offsetof(struct cost_model, pool_alloc_ns)},
+		{"pool_free_us", offsetof(struct cost_model, pool_free_ns)},
+		{"pool_grow_us", offsetof(struct cost_model, pool_grow_ns)},
+		{"pool_grow_us_per_mib", offsetof(struct cost_model, pool_grow_ns_per_mib)},
+		{"pool_trim_us", offsetof(struct cost_model, pool_trim_ns)},
+		{"pool_trim_us_per_mib", offsetof(struct cost_model, pool_trim_ns_per_mib)},
 		{"hit_us", offsetof(struct cost_model, hit_ns)},
 		{"api_overhead_us", offsetof(struct cost_model, api_overhead_ns)},
 		{"cap_api_us", offsetof(struct cost_model, cap_api_ns)},
@@ -204,8 +230,9 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 				break;
 		if (i == n) {
 			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
-				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, "
-				 "unmap_us, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
+				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, map_page_us, "
+				 "unmap_us, unmap_page_us, unmap_us_per_mib, pool_alloc_us, pool_free_us, "
+				 "pool_grow_us, pool_grow_us_per_mib, pool_trim_us, pool_trim_us_per_mib, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
 				 "timeline, calibrate, table, dev_call_us, dev_call_frac, gpu_scale, size_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
 				 "min_gap_us, launch_latency_us, trace_hit_us)",
 				 kv.key);
@@ -453,6 +480,8 @@ void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
 	m->n_free = f->nfre;
 	if (f->nhit >= MIN_SAMPLES) {
 		m->hit_ns = median_ns(f->hit, f->nhit);
+		/* the trace's own pool calls, on its own host */
+		m->pool_alloc_ns = m->pool_free_ns = m->hit_ns;
 		m->n_hit = f->nhit;
 	}
 	free(f->mal);

@@ -63,7 +63,19 @@ struct cost_curve {
 struct cost_model {
 	struct cost_curve malloc_c;   /* cudaMalloc, host time */
 	struct cost_curve free_c;     /* cudaFree, host time without the device wait */
-	double map_ns, unmap_ns;      /* one map/unmap of expandable-segment pages */
+	/* Expandable segments (PyTorch's ExpandableSegment): a map of N pages
+	 * is a cuMemCreate and a cuMemMap a page and one cuMemSetAccess over
+	 * them; an unmap synchronises the stream, then a cuMemUnmap and a
+	 * cuMemRelease a page (traces/timing/vmm_cost.cu measures both). */
+	double map_ns, map_page_ns;
+	double unmap_ns, unmap_page_ns, unmap_ns_per_mib;
+	/* The stream-ordered pool (cudaMallocAsync): a call the pool serves
+	 * from memory it holds (measured in training steps, where it costs
+	 * several times what it costs an idle GPU), and growing or trimming
+	 * the pool's memory. */
+	double pool_alloc_ns, pool_free_ns;
+	double pool_grow_ns, pool_grow_ns_per_mib;
+	double pool_trim_ns, pool_trim_ns_per_mib;
 	double hit_ns;                /* an alloc or free served without a device call */
 	int free_sync;                /* 1: a device free first waits for every stream */
 	/* Host corrections for a capture made under a profiler or on a busy
@@ -147,7 +159,9 @@ void cost_defaults(struct cost_model *m);
 
 /* Apply knobs "key=value,..." (':' also accepted) over M. Keys:
  * malloc_us, malloc_large_us, malloc_us_per_mib, free_us, free_large_us,
- * free_us_per_mib, map_us, unmap_us, hit_us, free_sync (0|1),
+ * free_us_per_mib, map_us, map_page_us, unmap_us, unmap_page_us,
+ * unmap_us_per_mib, pool_alloc_us, pool_free_us, pool_grow_us,
+ * pool_grow_us_per_mib, pool_trim_us, pool_trim_us_per_mib, hit_us, free_sync (0|1),
  * api_overhead_us, host_scale (a factor, 0.01 to 100; turns calibrate off),
  * scale_calls (0|1), calibrate (0|1).
  * Call costs given as knobs are the costs wanted on the target host, as
@@ -236,8 +250,8 @@ void cost_fitter_init(struct cost_fitter *f);
 /* NAME: the API's name for a TREC_API record (ignored otherwise). -1 on OOM. */
 int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const char *name);
 /* Fit into M (starting from the defaults: a curve with too few samples
- * keeps its default; hit_ns is the median stream-ordered call when there
- * are enough of them), release F. */
+ * keeps its default; hit_ns, pool_alloc_ns and pool_free_ns are the
+ * median stream-ordered call when there are enough of them), release F. */
 void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m);
 
 /* Fit from the trace at PATH (defaults where it has no API records), then

@@ -364,14 +364,21 @@ uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes)
 	return synth_reserve(d, bytes);
 }
 
-int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t stream)
+static double mib(uint64_t bytes) { return (double)bytes / (double)(1ull << 20); }
+
+static uint64_t pages(uint64_t bytes, uint64_t page) { return (bytes + page - 1) / page; }
+
+int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint64_t page, uint32_t stream)
 {
 	(void)stream;
 	if (account(d, bytes) != DEVICE_OK)
 		return DEVICE_OOM;
 	d->c.maps++;
 	if (d->cost) {
-		d->cost_ns += (uint64_t)d->cost->map_ns;
+		const struct cost_model *m = d->cost;
+		double ns = page ? m->map_ns + m->map_page_ns * (double)pages(bytes, page)
+				 : m->pool_grow_ns + m->pool_grow_ns_per_mib * mib(bytes);
+		d->cost_ns += (uint64_t)ns;
 		d->cost_calls++;
 	}
 	if (d->log)
@@ -379,14 +386,30 @@ int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t str
 	return DEVICE_OK;
 }
 
-void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes)
+void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes, uint64_t page)
 {
 	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
 	d->c.unmaps++;
 	if (d->cost) {
-		d->cost_ns += (uint64_t)d->cost->unmap_ns;
+		const struct cost_model *m = d->cost;
+		double ns = page ? m->unmap_ns + m->unmap_page_ns * (double)pages(bytes, page) +
+				   m->unmap_ns_per_mib * mib(bytes)
+				 : m->pool_trim_ns + m->pool_trim_ns_per_mib * mib(bytes);
+		d->cost_ns += (uint64_t)ns;
 		d->cost_calls++;
+		/* ExpandableSegment::unmapHandles synchronises its stream first */
+		if (page)
+			d->cost_sync |= m->free_sync;
 	}
 	if (d->log)
 		d->log(d->log_ctx, TSEG_UNMAP, addr, bytes, d->now);
+}
+
+void device_pool_call(struct sim_device *d, int is_free)
+{
+	if (!d->cost)
+		return;
+	const struct cost_model *m = d->cost;
+	d->cost_ns += (uint64_t)(is_free ? m->pool_free_ns : m->pool_alloc_ns);
+	d->cost_calls++;
 }

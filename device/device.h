@@ -37,12 +37,21 @@ int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_
 void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes);
 
 /*
- * Expandable segments: reserve a virtual range (costs no device memory),
- * then map/unmap physical pages inside it. Mapped bytes count as reserved.
+ * Expandable segments and the stream-ordered pool: reserve a virtual range
+ * (costs no device memory), then map/unmap physical memory inside it.
+ * Mapped bytes count as reserved. PAGE: the size of the handles an
+ * expandable segment maps (cuMemCreate each; its unmap synchronises the
+ * stream first, as a device free does); 0 for the pool, which grows and
+ * trims its own memory (cudaMallocAsync, cudaMemPoolTrimTo).
  */
 uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes);
-int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint32_t stream);
-void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes);
+int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint64_t page, uint32_t stream);
+void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes, uint64_t page);
+
+/* One cudaMallocAsync (IS_FREE 0) or cudaFreeAsync (1) the pool serves from
+ * memory it holds: its host cost (with the framework's own work around it,
+ * as measured in training steps). */
+void device_pool_call(struct sim_device *d, int is_free);
 
 /* Reserved bytes now, and the capacity (bytes the policy may reserve). */
 uint64_t device_reserved(const struct sim_device *d);

@@ -274,7 +274,7 @@ static void ca_trim(struct ca_state *s, uint64_t keep)
 			run_n++;
 		} else {
 			if (run_n) {
-				device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
+				device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE, 0);
 				if (s->dec)
 					ca_report(s, POLICY_DEC_RELEASE, s->base + run_lo * CA_PAGE,
 						  run_n * CA_PAGE);
@@ -284,7 +284,7 @@ static void ca_trim(struct ca_state *s, uint64_t keep)
 		}
 	}
 	if (run_n) {
-		device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
+		device_unmap(s->dev, s->base + run_lo * CA_PAGE, run_n * CA_PAGE, 0);
 		s->trims++;
 		if (s->dec)
 			ca_report(s, POLICY_DEC_RELEASE, s->base + run_lo * CA_PAGE, run_n * CA_PAGE);
@@ -303,7 +303,7 @@ static int ca_map(struct ca_state *s, uint64_t a, uint64_t size, uint32_t stream
 		uint64_t q = p;
 		while (q + 1 <= last && !(s->pages[q + 1] & 1))
 			q++;
-		if (device_map(s->dev, s->base + p * CA_PAGE, (q - p + 1) * CA_PAGE, stream) != DEVICE_OK)
+		if (device_map(s->dev, s->base + p * CA_PAGE, (q - p + 1) * CA_PAGE, 0, stream) != DEVICE_OK)
 			return -1;
 		for (uint64_t i = p; i <= q; i++) {
 			s->pages[i] = 1;
@@ -421,6 +421,7 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 			ca_range_add(s, t, cls);
 		}
 	}
+	uint64_t mapped_before = s->mapped_pages;
 	if (ca_map(s, a, size, req->stream) < 0 || u64map_put(&s->live, a, h) < 0) {
 		ca_range_add(s, h, from_top ? CA_GLOBAL : cls);
 		return POLICY_OOM;
@@ -433,6 +434,10 @@ static int ca_alloc(void *st, const struct alloc_request *req, struct alloc_resu
 		s->reserved_high = s->mapped_pages * CA_PAGE;
 	res->addr = a;
 	res->block_bytes = size;
+	/* a cudaMallocAsync that grew the pool cost what growing did (its
+	 * device_map); one the pool served from memory it held, a pool call */
+	if (s->mapped_pages == mapped_before)
+		device_pool_call(s->dev, 0);
 	return POLICY_OK;
 }
 
@@ -447,6 +452,7 @@ static void ca_free(void *st, uint64_t addr, uint64_t block_bytes, uint32_t stre
 	ca_use(s, addr, size, -1);
 	s->used -= size;
 	ca_range_add(s, (uint32_t)h, ca_cls(stream));
+	device_pool_call(s->dev, 1);
 }
 
 /* Every pending per-stream range becomes free to all streams. */
@@ -544,7 +550,7 @@ static void ca_fini(void *st)
 {
 	struct ca_state *s = st;
 	if (s->mapped_pages)
-		device_unmap(s->dev, s->base, s->mapped_pages * CA_PAGE);
+		device_unmap(s->dev, s->base, s->mapped_pages * CA_PAGE, 0);
 	free(s->segs);
 	free(s->pages);
 	sizeset_free(&s->global);

@@ -623,7 +623,7 @@ static int map_block(struct pytorch_state *s, struct pt_block *b, uint64_t bytes
 	uint64_t last = (off + bytes + e->page - 1) / e->page;
 	uint64_t maddr = e->base + first * e->page;
 	uint64_t msize = (last - first) * e->page;
-	if (msize == 0 || device_map(s->dev, maddr, msize, b->stream) != DEVICE_OK)
+	if (msize == 0 || device_map(s->dev, maddr, msize, e->page, b->stream) != DEVICE_OK)
 		return -1;
 	tree_remove(&p->unmapped, b);
 	b->mapped = 1;
@@ -790,7 +790,7 @@ static void unmap_block(struct pytorch_state *s, struct pt_block *b)
 	try_merge(s, b, b->prev);
 	try_merge(s, b, b->next);
 	tree_insert(&p->unmapped, b);
-	device_unmap(s->dev, uaddr, usize);
+	device_unmap(s->dev, uaddr, usize, e->page);
 	s->total_reserved -= usize;
 	stat_sub(&s->reserved, usize);
 	s->num_device_free++;

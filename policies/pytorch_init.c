@@ -221,7 +221,7 @@ static void return_all(struct pytorch_state *s)
 					len += x->size;
 				}
 				if ((!x->mapped || !x->next) && len) {
-					device_unmap(s->dev, start, len);
+					device_unmap(s->dev, start, len, b->eseg->page);
 					len = 0;
 				}
 			}

@@ -36,6 +36,10 @@ CAPTURE_OPTS=${CAPTURE_OPTS---no-source}
 MODES=${MODES:-"plain-caching plain-nocaching cap-caching cap-nocaching"}
 DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
+# PIN: a taskset CPU list every run is pinned to (scripts/device_cpu_scan.sh
+# finds the CPUs that run at full speed); unset or "-": not pinned
+pin=()
+[ -n "${PIN:-}" ] && [ "$PIN" != - ] && pin=(taskset -c "$PIN")
 export PYTHONUNBUFFERED=1
 {
 	nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
@@ -59,11 +63,11 @@ timed() {
 		--steps $((STEPS + PAUSED)) --warmup 3 --json "$j")
 	if [ "$cap" = 1 ]; then
 		# shellcheck disable=SC2086
-		"${envs[@]}" timeout 120 "$bin" capture --pause-at-step "$STEPS" $CAPTURE_OPTS --label workload=torch \
+		"${pin[@]}" "${envs[@]}" timeout 120 "$bin" capture --pause-at-step "$STEPS" $CAPTURE_OPTS --label workload=torch \
 			--label model="$m" --label batch="$b" --label caching="$caching" \
 			-o "$d/$name.trace.gz" -- "${run[@]}" > "$d/$name.log" 2>&1
 	else
-		"${envs[@]}" timeout 120 "${run[@]}" > "$d/$name.log" 2>&1
+		"${pin[@]}" "${envs[@]}" timeout 120 "${run[@]}" > "$d/$name.log" 2>&1
 	fi
 	rc=$?
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$b" "$cap" "$caching" "$(mean_of "$j" 3 "$STEPS")" \

@@ -247,13 +247,18 @@ Test(cnn_timing, async_capture_both_policies)
 	cr_assert_eq(rec, ASYNC_STEP, "recorded %" PRIu64, rec);
 
 	/* the pool keeps its memory (the CNN's release threshold): one page
-	 * mapped in the first step, every later call a hit */
+	 * mapped in the first step, every later call a pool call at the
+	 * capture's own cost (its median cudaMallocAsync/cudaFreeAsync) */
 	replay(path, &policy_cuda_async, "release_threshold:1TiB", NULL, &m, &r);
 	assert_near(r.step_time_ns, rec, 0.005, "cuda_async round trip");
+	cr_assert_eq(m.pool_alloc_ns, T_HIT);
+	cr_assert_eq(m.pool_free_ns, T_HIT);
 	cr_assert_eq(r.device_allocs, 1);
 	cr_assert_eq(r.device_frees, 0);
 	cr_assert_eq(r.mem_wait_ns, 0);
-	cr_assert_eq(r.mem_api_ns, (2 * STEPS * LAYERS - 1) * T_HIT + (uint64_t)m.map_ns);
+	uint64_t grow = (uint64_t)(m.pool_grow_ns + 2 * m.pool_grow_ns_per_mib);  /* one 2 MiB page */
+	uint64_t trim = (uint64_t)(m.pool_trim_ns + 2 * m.pool_trim_ns_per_mib);
+	cr_assert_eq(r.mem_api_ns, (2 * STEPS * LAYERS - 1) * T_HIT + grow);
 	cr_assert_eq(r.api_removed_ns, LAYERS * (T_GROW + T_HIT) + (STEPS - 1) * LAYERS * 2 * T_HIT);
 	uint64_t async_step = r.step_time_ns;
 	sim_result_free(&r);
@@ -264,10 +269,8 @@ Test(cnn_timing, async_capture_both_policies)
 	replay(path, &policy_cuda_async, NULL, NULL, &m, &r);
 	cr_assert_eq(r.device_allocs, STEPS);
 	cr_assert_eq(r.device_frees, STEPS);
-	cr_assert_eq(r.mem_api_ns, (2 * STEPS * LAYERS - STEPS) * T_HIT +
-		     STEPS * (uint64_t)(m.map_ns + m.unmap_ns));
-	assert_near(r.step_time_ns, rec + (uint64_t)(m.map_ns + m.unmap_ns) - T_HIT, 0.005,
-		    "cuda_async, threshold 0");
+	cr_assert_eq(r.mem_api_ns, (2 * STEPS * LAYERS - STEPS) * T_HIT + STEPS * (grow + trim));
+	assert_near(r.step_time_ns, rec + grow + trim - T_HIT, 0.005, "cuda_async, threshold 0");
 	cr_assert_gt(r.step_time_ns, async_step + 90000);
 	sim_result_free(&r);
 
@@ -314,12 +317,15 @@ Test(cnn_timing, malloc_capture_both_policies)
 	cr_assert_eq(r.mem_wait_ns, STEPS * LAYERS * (T_KERN - T_GAP));
 	sim_result_free(&r);
 
-	/* hits cost the default 1 us (the capture has no pool calls to fit
-	 * them from); the GPU bounds the step either way */
+	/* pool calls cost the measured defaults (the capture has none to fit
+	 * them from: 5.8 / 4.4 us, more than the async capture's 2 us); the
+	 * GPU still bounds the step, the host's extra 8 us a layer shows at
+	 * the step's ends only */
 	replay(path, &policy_cuda_async, "release_threshold:1TiB", NULL, &m, &r);
 	cr_assert_eq(r.device_allocs, 1);
 	cr_assert_eq(r.mem_wait_ns, 0);
-	assert_near(r.step_time_ns, ASYNC_STEP, 0.02, "cuda_async from the malloc capture");
+	assert_near(r.step_time_ns, ASYNC_STEP, 0.03, "cuda_async from the malloc capture");
+	cr_assert_gt(r.step_time_ns, ASYNC_STEP);
 	sim_result_free(&r);
 	unlink(path);
 }

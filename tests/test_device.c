@@ -24,8 +24,8 @@ Test(device, capacity_and_counters)
 	cr_assert_eq(device_reserved(d), 100 * MiB);
 	device_free(d, a, 60 * MiB);
 	cr_assert_eq(device_reserved(d), 40 * MiB);
-	cr_assert_eq(device_map(d, b + 64 * MiB, 20 * MiB, 0), DEVICE_OK);
-	device_unmap(d, b + 64 * MiB, 20 * MiB);
+	cr_assert_eq(device_map(d, b + 64 * MiB, 20 * MiB, 20 * MiB, 0), DEVICE_OK);
+	device_unmap(d, b + 64 * MiB, 20 * MiB, 20 * MiB);
 	device_get_counters(d, &c);
 	cr_assert_eq(c.mallocs, 2);
 	cr_assert_eq(c.frees, 1);

@@ -107,10 +107,16 @@ def train(args, nvtx, on_step=None):
     # caching allocator nothing in between waits for the GPU, so these are
     # the host's own speed (docs/timing.md, "Host speed and batch size")
     host_s, fwd_host_s = [], []
+    # the host's speed at each step, measured between steps (outside the
+    # timed step): a short pure-Python loop and the CPU time the hypervisor
+    # took from this guest (steal) during the step. These hosts run at two
+    # speeds that come and go (docs/timing.md, "Fast and slow host periods")
+    probe_us, steal_ms = [], []
     oom = False
     try:
         for step in range(args.steps):
             torch.cuda.synchronize()
+            steal0 = steal_jiffies()
             t0 = time.perf_counter()
             nvtx_push("step %d" % step, nvtx)
             x = torch.randn(args.batch, 3, args.img, args.img, device=dev)
@@ -132,6 +138,8 @@ def train(args, nvtx, on_step=None):
             torch.cuda.synchronize()
             nvtx_pop(nvtx)
             step_s.append(time.perf_counter() - t0)
+            steal_ms.append(jiffies_ms(steal_jiffies() - steal0))
+            probe_us.append(host_probe_us(iters=20000, runs=3))
             print("train_torch: %s step %d %.1f ms%s" % (
                 args.mode, step, step_s[-1] * 1e3,
                 " (warm-up)" if step < args.warmup else ""), flush=True)
@@ -141,21 +149,37 @@ def train(args, nvtx, on_step=None):
         oom = True
         print("train_torch: out of memory at step %d: %s" % (len(step_s), str(e).splitlines()[0]),
               file=sys.stderr)
-    return step_s, oom, {"host_s": host_s, "fwd_host_s": fwd_host_s}
+    return step_s, oom, {"host_s": host_s, "fwd_host_s": fwd_host_s,
+                         "step_probe_us": probe_us, "step_steal_ms": steal_ms}
 
 
-def host_probe_us():
+def host_probe_us(iters=200000, runs=5):
     """The host's speed for this process: a fixed pure-Python loop (no CUDA,
-    so nothing in a capture), the best of 5 runs in microseconds. Two
+    so nothing in a capture), the best of RUNS runs in microseconds. Two
     processes of one program on one host can run at different speeds; this
     tells a slow process from a slow program."""
     def once():
         t0 = time.perf_counter()
         acc = 0
-        for i in range(200000):
+        for i in range(iters):
             acc += i & 7
         return (time.perf_counter() - t0) * 1e6
-    return round(min(once() for _ in range(5)), 1)
+    return round(min(once() for _ in range(runs)), 1)
+
+
+def steal_jiffies():
+    """The steal time of all CPUs so far (/proc/stat, the 8th field of the
+    cpu line), in jiffies; 0 where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) if fields[0] == "cpu" and len(fields) > 8 else 0
+    except (OSError, ValueError):
+        return 0
+
+
+def jiffies_ms(j):
+    return round(j * 1000.0 / os.sysconf("SC_CLK_TCK"), 1)
 
 
 def versions():
@@ -188,13 +212,15 @@ def run_capture(args):
     print("train_torch: torch %s, torch._C._nvtx: %s, NVTX_INJECTION64_PATH=%s" % (
         torch.__version__, nvtx_kind, os.environ.get("NVTX_INJECTION64_PATH", "(unset)")),
         flush=True)
+    if args.fraction < 1.0:
+        torch.cuda.set_per_process_memory_fraction(args.fraction)
     probe = [host_probe_us()]
     step_s, oom, host = train(args, nvtx=True)
     probe.append(host_probe_us())
     info = {"model": args.model, "batch": args.batch, "img": args.img,
             "conf": "no_caching" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
             else (os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "default"),
-            "oom": oom, "warmup": args.warmup,
+            "fraction": args.fraction, "oom": oom, "warmup": args.warmup,
             "step_s": step_s, "mean_step_s": mean_after_warmup(step_s, args.warmup),
             "nvtx": nvtx_kind, "host_probe_us": probe}
     info.update(host)
@@ -402,7 +428,7 @@ def main():
                    help="first steps left out of mean_step_s (default 2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fraction", type=float, default=1.0,
-                   help="truth: set_per_process_memory_fraction")
+                   help="set_per_process_memory_fraction (truth and capture modes)")
     p.add_argument("--no-layer-ranges", dest="layer_ranges", action="store_false",
                    help="capture: no per-module NVTX ranges")
     p.add_argument("--json", help="capture: where to write step times")

@@ -32,8 +32,9 @@ def main():
     torch.empty(1, device='cuda')
     torch.cuda.synchronize()
     caching = os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING') != '1'
-    print('# PyTorch %s, %s, caching allocator %s' % (torch.__version__, torch.cuda.get_device_name(0),
-                                                    'on' if caching else 'off'))
+    print('# PyTorch %s, %s, caching allocator %s, PYTORCH_CUDA_ALLOC_CONF=%s' % (
+        torch.__version__, torch.cuda.get_device_name(0), 'on' if caching else 'off',
+        os.environ.get('PYTORCH_CUDA_ALLOC_CONF') or '(unset)'))
     print('# lo_bytes\thi_bytes\talloc_ns\tfree_ns\tn')
     lo, hi = 0, 1 << 20
     while hi <= (1 << 30):
