@@ -8,10 +8,12 @@
  *    (stream order); by other streams only after a dependency: modelled as
  *    "after the next synchronisation" (POLICY_CTL_SYNC), the conservative
  *    reading (opportunistic reuse once the free completed is not modelled);
- *  - cudaMemPoolAttrReleaseThreshold (knob release_threshold, default 0):
- *    at a synchronisation the pool returns reserved memory above the
- *    threshold to the system; empty_cache (PyTorch calls cudaMemPoolTrimTo(0))
- *    returns all of it.
+ *  - cudaMemPoolAttrReleaseThreshold (knob release_threshold, default 0, as
+ *    CUDA's; PyTorch's backend sets UINT64_MAX): at a synchronisation the
+ *    pool returns reserved memory above the threshold to the system;
+ *    empty_cache (PyTorch calls cudaMemPoolTrimTo(0)) returns all of it;
+ *  - host cost (--timing): a request the pool serves is a pool call
+ *    (device_pool_call), one that grows the pool costs the growth.
  *
  * What is an ASSUMPTION, to be measured with CUPTI MEMORY_POOL records and
  * cudaMemPoolAttrReservedMemCurrent (the granularity is not documented):

@@ -1,10 +1,12 @@
 /*
  * test_device.c: the simulated device (device/device.c): capacity and OOM,
  * counters, synthetic address reuse, recorded addresses in FIFO order with
- * the synthetic fallback, and the device log.
+ * the synthetic fallback, the device log, and what map/unmap and pool calls
+ * cost the host.
  */
 #include <criterion/criterion.h>
 
+#include "../device/cost.h"
 #include "../device/device.h"
 #include "../traces/trace.h"
 
@@ -114,5 +116,56 @@ Test(device, log_in_order_with_time)
 	cr_assert_eq(l.r[1].op, TSEG_FREE);
 	cr_assert_eq(l.r[1].addr, a);
 	cr_assert_eq(l.r[1].t, 200);
+	device_destroy(d);
+}
+
+/* Expandable segments pay per page mapped (cuMemCreate + cuMemMap) and an
+ * unmap waits for the stream; the pool pays by bytes grown or trimmed, and
+ * a call it serves costs a pool call (docs/timing.md, "What an allocator
+ * setting costs"). */
+Test(device, map_unmap_and_pool_costs)
+{
+	struct cost_model m;
+	struct sim_device *d = device_create(0, DEVICE_ADDR_SYNTHETIC);
+	uint64_t ns;
+	int sync;
+	cr_assert_not_null(d);
+	cost_defaults(&m);
+	device_set_cost(d, &m);
+
+	/* 4 pages of 2 MiB, then 1 of 20 MiB: the count, not the size */
+	cr_assert_eq(device_map(d, 1ull << 40, 8 * MiB, 2 * MiB, 0), DEVICE_OK);
+	cr_assert_eq(device_take_cost(d, &ns, &sync), 1);
+	cr_assert_eq(ns, (uint64_t)(m.map_ns + 4 * m.map_page_ns));
+	cr_assert_eq(sync, 0);
+	cr_assert_eq(device_map(d, 1ull << 41, 20 * MiB, 20 * MiB, 0), DEVICE_OK);
+	cr_assert_eq(device_take_cost(d, &ns, &sync), 1);
+	cr_assert_eq(ns, (uint64_t)(m.map_ns + m.map_page_ns));
+	cr_assert_lt(ns, 60000, "one page costs about one 2 MiB cudaMalloc");
+
+	device_unmap(d, 1ull << 40, 8 * MiB, 2 * MiB);
+	cr_assert_eq(device_take_cost(d, &ns, &sync), 1);
+	cr_assert_eq(ns, (uint64_t)(m.unmap_ns + 4 * m.unmap_page_ns + 8 * m.unmap_ns_per_mib));
+	cr_assert_eq(sync, 1, "ExpandableSegment::unmapHandles synchronises its stream");
+
+	/* the pool: growth and trim by bytes, no wait */
+	cr_assert_eq(device_map(d, 1ull << 42, 128 * MiB, 0, 0), DEVICE_OK);
+	cr_assert_eq(device_take_cost(d, &ns, &sync), 1);
+	cr_assert_eq(ns, (uint64_t)(m.pool_grow_ns + 128 * m.pool_grow_ns_per_mib));
+	device_unmap(d, 1ull << 42, 128 * MiB, 0);
+	cr_assert_eq(device_take_cost(d, &ns, &sync), 1);
+	cr_assert_eq(ns, (uint64_t)(m.pool_trim_ns + 128 * m.pool_trim_ns_per_mib));
+	cr_assert_eq(sync, 0);
+
+	device_pool_call(d, 0);
+	device_pool_call(d, 1);
+	cr_assert_eq(device_take_cost(d, &ns, &sync), 2);
+	cr_assert_eq(ns, (uint64_t)(m.pool_alloc_ns + m.pool_free_ns));
+	cr_assert_gt(m.pool_alloc_ns, m.hit_ns, "a pool call costs more than a caching hit");
+
+	/* without a cost model nothing is charged */
+	device_set_cost(d, NULL);
+	device_pool_call(d, 0);
+	cr_assert_eq(device_take_cost(d, &ns, &sync), 0);
 	device_destroy(d);
 }

@@ -804,6 +804,24 @@ Test(timing, heldout_models_accuracy_stays_as_documented, .timeout = 300)
 			      "5.9% | 20 of 20 |"), "%s", out);
 }
 
+/* What an allocator setting costs in step time, predicted from one
+ * no-caching capture per model against uncaptured runs under each setting
+ * (docs/timing.md, "What an allocator setting costs"): the table's
+ * figures, and the pool calls' cost that makes async dearer. */
+Test(timing, allocator_settings_stay_as_documented, .timeout = 300)
+{
+	char cmd[512], out[1 << 16];
+	skip_unless_script_run();
+	snprintf(cmd, sizeof cmd, "scripts/timing_settings.sh %s", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "- step time, every setting: median |error| 3.8%, max 67.2% (24 figures)"),
+		  "%s", out);
+	cr_assert(strstr(out, "| pinned | regnet_y_400mf | 64 | async | 43.9 | 44.1 | 37.8 | 46% | "
+			      "+15.6% | +23.8% | -14.0% |"), "%s", out);
+	cr_assert(strstr(out, "| settings | vgg11 | 64 | async | 27.8 | - | 27.9 | 99% | +1.2% | "
+			      "+0.1% | +0.4% |"), "%s", out);
+}
+
 /* size_scale: a device call costs what one of size_scale times its bytes
  * costs (another batch size); 1 by default, refused outside 0.01..100. */
 Test(timing, size_scale_moves_a_call_to_the_scaled_size)
