@@ -18,6 +18,12 @@
 # device_build: build/gpumemsim and the capture library when either is
 #   missing (device_devdeps first; the log in $W/build.log); on failure
 #   notes it, packs and exits 1. Call after device_work.
+# device_torch_env: $W/env.txt: the GPU and driver, torch, torchvision and
+#   cuDNN versions, the CPUs (for the step-time scripts).
+# device_pin: the array pin=(taskset -c $PIN) when PIN names CPUs (a taskset
+#   list; scripts/device_cpu_scan.sh finds the fast ones), else empty.
+# step_mean_ms JSON A B: the mean (ms) of step_s[A:B] of a train_torch JSON
+#   ("-" when there are none).
 # device_devdeps: SQLite's and zlib's headers and libraries from
 #   .devdeps/*.deb (the device has no package manager; carry .devdeps with
 #   the run), for a build there.
@@ -77,4 +83,21 @@ device_build() {
 	note "build failed (build.log)"
 	pack
 	exit 1
+}
+
+device_torch_env() {
+	{
+		nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
+		"$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cudnn", torch.backends.cudnn.version())'
+		nproc
+	} > "$W/env.txt" 2>&1
+}
+
+device_pin() {
+	pin=()
+	if [ -n "${PIN:-}" ] && [ "$PIN" != - ]; then pin=(taskset -c "$PIN"); fi
+}
+
+step_mean_ms() {
+	"$py" -c 'import json,sys; s=json.load(open(sys.argv[1]))["step_s"][int(sys.argv[2]):int(sys.argv[3])]; print("%.3f" % (1e3*sum(s)/len(s)) if s else "-")' "$@" 2>/dev/null || echo -
 }

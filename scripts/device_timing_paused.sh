@@ -36,22 +36,14 @@ CAPTURE_OPTS=${CAPTURE_OPTS---no-source}
 MODES=${MODES:-"plain-caching plain-nocaching cap-caching cap-nocaching"}
 DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
-# PIN: a taskset CPU list every run is pinned to (scripts/device_cpu_scan.sh
-# finds the CPUs that run at full speed); unset or "-": not pinned
-pin=()
-[ -n "${PIN:-}" ] && [ "$PIN" != - ] && pin=(taskset -c "$PIN")
+# PIN: a taskset CPU list every run is pinned to (device_pin)
+device_pin
 export PYTHONUNBUFFERED=1
-{
-	nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
-	"$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cudnn", torch.backends.cudnn.version())'
-	nproc
-} > "$W/env.txt" 2>&1
+device_torch_env
 device_build
 note "built"
 left() { echo $((DEADLINE - (SECONDS - T0))); }
 
-# the mean (ms) of step_s[a:b] of a train_torch JSON
-mean_of() { "$py" -c 'import json,sys; s=json.load(open(sys.argv[1]))["step_s"][int(sys.argv[2]):int(sys.argv[3])]; print("%.3f" % (1e3*sum(s)/len(s)) if s else "-")' "$@" 2>/dev/null || echo -; }
 # one run: NAME MODEL BATCH CAPTURED(0/1) CACHING(0/1)
 timed() {
 	local name=$1 m=$2 b=$3 cap=$4 caching=$5 d=$W/$2-b$3
@@ -70,9 +62,9 @@ timed() {
 		"${pin[@]}" "${envs[@]}" timeout 120 "${run[@]}" > "$d/$name.log" 2>&1
 	fi
 	rc=$?
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$b" "$cap" "$caching" "$(mean_of "$j" 3 "$STEPS")" \
-		"$(mean_of "$j" "$STEPS" $((STEPS + PAUSED)))" "$rc" >> "$W/timing.tsv"
-	note "$name rc $rc steps 3..$((STEPS - 1)) $(mean_of "$j" 3 "$STEPS") ms, $STEPS.. $(mean_of "$j" "$STEPS" 99) ms"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$b" "$cap" "$caching" "$(step_mean_ms "$j" 3 "$STEPS")" \
+		"$(step_mean_ms "$j" "$STEPS" $((STEPS + PAUSED)))" "$rc" >> "$W/timing.tsv"
+	note "$name rc $rc steps 3..$((STEPS - 1)) $(step_mean_ms "$j" 3 "$STEPS") ms, $STEPS.. $(step_mean_ms "$j" "$STEPS" 99) ms"
 }
 printf 'model\tbatch\tcaptured\tcaching\tmean_ms\tpaused_mean_ms\trc\n' > "$W/timing.tsv"
 first=1

@@ -34,16 +34,10 @@ STEPS=${STEPS:-8}
 PAUSED=${PAUSED:-5}
 DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
-# PIN: a taskset CPU list every run is pinned to (scripts/device_cpu_scan.sh
-# finds the CPUs that run at full speed); unset or "-": not pinned
-pin=()
-[ -n "${PIN:-}" ] && [ "$PIN" != - ] && pin=(taskset -c "$PIN")
+# PIN: a taskset CPU list every run is pinned to (device_pin)
+device_pin
 export PYTHONUNBUFFERED=1
-{
-	nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
-	"$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cudnn", torch.backends.cudnn.version())'
-	nproc
-} > "$W/env.txt" 2>&1
+device_torch_env
 device_build
 note "built"
 left() { echo $((DEADLINE - (SECONDS - T0))); }
@@ -66,8 +60,6 @@ for conf in native expandable_segments:True backend:cudaMallocAsync; do
 done
 pack
 
-# the mean (ms) of step_s[a:b] of a train_torch JSON
-mean_of() { "$py" -c 'import json,sys; s=json.load(open(sys.argv[1]))["step_s"][int(sys.argv[2]):int(sys.argv[3])]; print("%.3f" % (1e3*sum(s)/len(s)) if s else "-")' "$@" 2>/dev/null || echo -; }
 # one run: NAME MODEL BATCH SETTING [FRACTION]
 timed() {
 	local name=$1 m=$2 b=$3 set=$4 frac=${5:-1} d=$W/$2-b$3 rc
@@ -92,8 +84,8 @@ timed() {
 	fi
 	rc=$?
 	[ "$set" = gc ] || frac=1
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$b" "$set" "$frac" "$(mean_of "$j" 3 "$STEPS")" "$rc" >> "$W/timing.tsv"
-	note "$name rc $rc steps 3..$((STEPS - 1)) $(mean_of "$j" 3 "$STEPS") ms"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$b" "$set" "$frac" "$(step_mean_ms "$j" 3 "$STEPS")" "$rc" >> "$W/timing.tsv"
+	note "$name rc $rc steps 3..$((STEPS - 1)) $(step_mean_ms "$j" 3 "$STEPS") ms"
 }
 printf 'model\tbatch\tsetting\tfraction\tmean_ms\trc\n' > "$W/timing.tsv"
 for r in $RUNS; do
