@@ -5,8 +5,10 @@
  * allocated bytes, the ratio to the floor (the peak of live requested bytes,
  * which no allocator beats), device malloc/free counts, retries, OOM, and
  * the change against the same policy's default setting, flagging settings
- * that make the peak worse. The query and its rows: sim/store_table.c; this
- * file prints them.
+ * that make the peak worse; for runs replayed with --timing, the predicted
+ * step time and its change against the default (users' question 8: what a
+ * memory-saving setting costs in time). The query and its rows:
+ * sim/store_table.c; this file prints them.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,6 +24,23 @@ struct table_ctx {
 	struct json j;
 	char last_path[4096];
 };
+
+static double step_change(const struct store_table_row *r)
+{
+	return (double)r->step_time_ns / (double)r->default_step_time_ns - 1.0;
+}
+
+/* "  step 30.23 ms +24.5% host-bound" for a run with a predicted step */
+static void print_step(const struct store_table_row *r)
+{
+	if (!r->step_time_ns)
+		return;
+	printf("  step %.2f ms", (double)r->step_time_ns / 1e6);
+	if (*r->conf && r->default_step_time_ns)
+		printf(" %+.1f%%", 100.0 * step_change(r));
+	if (r->has_busy)
+		printf(" %s", r->gpu_busy_fraction >= SIM_GPU_BOUND ? "GPU-bound" : "host-bound");
+}
 
 static int print_row(void *vctx, const struct store_table_row *r)
 {
@@ -55,6 +74,21 @@ static int print_row(void *vctx, const struct store_table_row *r)
 			json_double(&t->j, vs_def);
 		else
 			json_null(&t->j);
+		json_key(&t->j, "step_time_ns");
+		if (r->step_time_ns)
+			json_u64(&t->j, r->step_time_ns);
+		else
+			json_null(&t->j);
+		json_key(&t->j, "step_change_vs_default");
+		if (r->step_time_ns && r->default_step_time_ns)
+			json_double(&t->j, step_change(r));
+		else
+			json_null(&t->j);
+		json_key(&t->j, "bound");
+		if (r->step_time_ns && r->has_busy)
+			json_string(&t->j, r->gpu_busy_fraction >= SIM_GPU_BOUND ? "gpu" : "host");
+		else
+			json_null(&t->j);
 		json_end_object(&t->j);
 		return 0;
 	}
@@ -73,10 +107,12 @@ static int print_row(void *vctx, const struct store_table_row *r)
 		snprintf(vs, sizeof vs, "%s", no_vs);
 	else if (r->has_default && *r->conf)
 		snprintf(vs, sizeof vs, "%+.1f%%%s", 100.0 * vs_def, vs_def > 0.005 ? " WORSE" : "");
-	printf("  %-10s %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s\n",
+	printf("  %-10s %-12s %-46s %12s %12s %9.3f %8" PRIu64 " %8" PRIu64 " %7" PRIu64 " %4s %10s",
 	       size_fmt(r->capacity, b4, sizeof b4), r->policy, *r->conf ? r->conf : "(default)", size_fmt(res, b2, sizeof b2),
 	       size_fmt(r->peak_allocated, b3, sizeof b3), vs_floor, r->device_allocs,
 	       r->device_frees, r->num_alloc_retries, r->oom ? "yes" : "no", vs);
+	print_step(r);
+	printf("\n");
 	return 0;
 }
 
@@ -94,6 +130,9 @@ static void usage(FILE *f)
 		  "beats), device malloc/free counts, alloc retries, OOM, and the change against\n"
 		  "the same policy's default setting (WORSE when a setting raises the peak;\n"
 		  "no change is given where either run ran out of memory: OOM, default OOM).\n"
+		  "Runs replayed with --timing (run, sweep) add the predicted step time, its\n"
+		  "change against the default setting, and whether the GPU or the host bounds\n"
+		  "it (`--json`: step_time_ns, step_change_vs_default, bound).\n"
 		  "The latest run of each trace/policy/setting/capacity is shown.\n",
 		  table_opts, NULL);
 }

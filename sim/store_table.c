@@ -21,14 +21,18 @@ static const char table_sql[] =
 	"   ORDER BY d.id DESC LIMIT 1),"
 	" (SELECT d.oom FROM runs d WHERE d.trace_crc32=r.trace_crc32"
 	"   AND d.policy=r.policy AND d.conf='' AND d.capacity=r.capacity"
-	"   ORDER BY d.id DESC LIMIT 1)"
+	"   ORDER BY d.id DESC LIMIT 1),"
+	" CASE WHEN r.timed THEN r.step_time_ns ELSE 0 END, r.gpu_busy_fraction,"
+	" (SELECT CASE WHEN d.timed THEN d.step_time_ns ELSE 0 END FROM runs d"
+	"   WHERE d.trace_crc32=r.trace_crc32 AND d.policy=r.policy AND d.conf=''"
+	"   AND d.capacity=r.capacity ORDER BY d.id DESC LIMIT 1)"
 	" FROM runs r"
 	" WHERE r.id=(SELECT max(x.id) FROM runs x WHERE x.trace_crc32=r.trace_crc32"
 	"   AND x.policy=r.policy AND x.conf=r.conf AND x.capacity=r.capacity)"
 	" ORDER BY r.trace_path, r.capacity DESC, r.policy='optimal', r.policy, r.conf<>'', r.conf";
 
 enum { C_PATH, C_MODEL, C_BATCH, C_POLICY, C_CONF, C_RES, C_ALLOC, C_REQ, C_DALLOC,
-       C_DFREE, C_RETRY, C_OOM, C_CAP, C_DEFRES, C_DEFOOM, C_N };
+       C_DFREE, C_RETRY, C_OOM, C_CAP, C_DEFRES, C_DEFOOM, C_STEP, C_BUSY, C_DEFSTEP, C_N };
 
 struct table_ctx {
 	store_table_fn fn;
@@ -60,6 +64,10 @@ static int table_row(void *vctx, int ncols, const char *const *c)
 		.has_default = c[C_DEFRES] != NULL,
 		.default_peak_reserved = col_u64(c[C_DEFRES]),
 		.default_oom = col_u64(c[C_DEFOOM]) != 0,
+		.step_time_ns = col_u64(c[C_STEP]),
+		.has_busy = c[C_BUSY] != NULL,
+		.gpu_busy_fraction = c[C_BUSY] ? strtod(c[C_BUSY], NULL) : 0.0,
+		.default_step_time_ns = col_u64(c[C_DEFSTEP]),
 	};
 	return t->fn(t->ctx, &r);
 }

@@ -28,6 +28,13 @@ struct store_table_row {
 					  policy and capacity is stored */
 	uint64_t default_peak_reserved; /* its peak reserved (when has_default) */
 	int default_oom;               /* that default run ran out of memory */
+	/* predicted step time (runs replayed with --timing; 0 otherwise or
+	 * when the trace has no steps), the GPU's busy share of it, and the
+	 * default setting's step time (0: none predicted) */
+	uint64_t step_time_ns;
+	int has_busy;
+	double gpu_busy_fraction;
+	uint64_t default_step_time_ns;
 };
 
 /* Called per row; returns non-zero to stop. */

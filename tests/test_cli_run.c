@@ -279,6 +279,47 @@ Test(cli_run, table_never_counts_an_oom_as_a_saving)
 	teardown(&c);
 }
 
+/* Users' question 8: runs replayed with --timing carry their predicted
+ * step into the table, with its change against the default setting and
+ * what bounds it; runs without it print as before. */
+Test(cli_run, table_shows_the_predicted_step_of_timed_runs)
+{
+	struct cli c;
+	setup(&c);
+	const char *t = "traces/torch/torch-resnet18-b16.trace.gz";
+	char args[1024];
+	snprintf(args, sizeof args, "run %s --policy pytorch --timing --db %s", t, c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	snprintf(args, sizeof args, "run %s --policy pytorch --conf garbage_collection_threshold:0.6,"
+		 "fraction:0.005 --timing --db %s", t, c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	snprintf(args, sizeof args, "run %s --policy cuda_malloc --db %s", t, c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	snprintf(args, sizeof args, "table --db %s", c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	char *out = slurp(c.out);
+	const char *def = strstr(out, "(default)");
+	const char *gc = strstr(out, "garbage_collection_threshold");
+	const char *nc = strstr(out, "cuda_malloc");
+	cr_assert(def && gc && nc, "%s", out);
+	cr_assert(strstr(def, "  step ") && strstr(def, " ms "), "%s", out);
+	cr_assert(strstr(gc, " ms +") || strstr(gc, " ms -"), "the change against default: %s", out);
+	cr_assert(strstr(gc, "-bound\n"), "%s", out);
+	const char *nc_end = strchr(nc, '\n');
+	cr_assert_not_null(nc_end);
+	const char *nc_step = strstr(nc, "step");
+	cr_assert(!nc_step || nc_step > nc_end, "an untimed run has no step: %s", out);
+	free(out);
+	snprintf(args, sizeof args, "table --db %s --json", c.db);
+	cr_assert_eq(sh(&c, args), 0);
+	out = slurp(c.out);
+	cr_assert(strstr(out, "\"step_change_vs_default\":0,"), "%s", out);
+	cr_assert(strstr(out, "\"step_time_ns\":null,\"step_change_vs_default\":null,\"bound\":null"),
+		  "the untimed run: %s", out);
+	free(out);
+	teardown(&c);
+}
+
 /* A size without a unit is an error, not that many bytes. */
 Test(cli_run, capacity_without_a_unit_is_refused)
 {
