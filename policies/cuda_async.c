@@ -108,7 +108,7 @@ static void ca_report(struct ca_state *s, enum policy_decision_kind kind, uint64
 
 static const struct policy_knob ca_knobs[] = {
 	{"release_threshold", "<bytes|size>",
-	 "reserved bytes the pool keeps across a synchronisation (cudaMemPoolAttrReleaseThreshold)"},
+	 "bytes kept across a sync (cudaMemPoolAttrReleaseThreshold; PyTorch keeps all: 1TiB)"},
 	{NULL, NULL, NULL}};
 
 static uint64_t ca_cls(uint32_t stream) { return (uint64_t)stream + 1; }
