@@ -54,6 +54,20 @@ Test(cost, knobs_parse_and_bad_knob_is_named)
 	cr_assert_eq(m.calibrate, 1);
 	cr_assert_eq(cost_parse(&m, "calibrate=yes", err, sizeof err), -1);
 	cr_assert(strstr(err, "calibrate") && strstr(err, "not 0 or 1"), "%s", err);
+	/* the expandable-segment and pool costs (docs/timing.md, "What an
+	 * allocator setting costs") */
+	cr_assert_eq(cost_parse(&m, "map_page_us=10,unmap_page_us=20,unmap_us_per_mib=0.5,pool_alloc_us=3,"
+				"pool_free_us=2,pool_grow_us=40,pool_grow_us_per_mib=1,pool_trim_us=50,"
+				"pool_trim_us_per_mib=2", err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.map_page_ns, 10000, 1e-6);
+	cr_assert_float_eq(m.unmap_page_ns, 20000, 1e-6);
+	cr_assert_float_eq(m.unmap_ns_per_mib, 500, 1e-6);
+	cr_assert_float_eq(m.pool_alloc_ns, 3000, 1e-6);
+	cr_assert_float_eq(m.pool_free_ns, 2000, 1e-6);
+	cr_assert_float_eq(m.pool_grow_ns + m.pool_grow_ns_per_mib, 41000, 1e-6);
+	cr_assert_float_eq(m.pool_trim_ns + m.pool_trim_ns_per_mib, 52000, 1e-6);
+	cr_assert_eq(cost_parse(&m, "pool_alloc_us=-1", err, sizeof err), -1);
+	cr_assert(strstr(err, "pool_alloc_us"), "%s", err);
 }
 
 /* Small mallocs take 5 us, large ones 100 us + 10 us/MiB, frees 3 us of
