@@ -804,6 +804,28 @@ Test(timing, heldout_models_accuracy_stays_as_documented, .timeout = 300)
 			      "5.9% | 20 of 20 |"), "%s", out);
 }
 
+/* Issue 15's directions on the captures with a host probe at every step,
+ * scored on all steps and on the fast ones (docs/timing.md, "Fast and slow
+ * host periods"), and the third host's table through timing_paused.sh. */
+Test(timing, probed_host_tables_stay_as_documented, .timeout = 300)
+{
+	char cmd[512], out[1 << 16];
+	skip_unless_script_run();
+	snprintf(cmd, sizeof cmd, "scripts/timing_fasthost.sh %s", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "- every step: median |error| 9.8%, max 38.4% (32 figures); under 10%: 17 of 32"),
+		  "%s", out);
+	cr_assert(strstr(out, "- fast steps: median |error| 13.7%, max 26.7% (6 figures); under 10%: 2 of 6"),
+		  "%s", out);
+	cr_assert(strstr(out, "| pinned | regnet_y_400mf | 64 | nc->c | 10 / 2 |"), "%s", out);
+	snprintf(cmd, sizeof cmd, "scripts/timing_paused.sh %s traces/timing/probed", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "- mode's share, against the plain processes: median |error| 9.8%, "
+			      "max 38.4% (24 figures)"), "%s", out);
+	cr_assert(strstr(out, "GPU-bound replays (GPU busy 90% or more of the step): median "
+			      "|error| 1.2%, max 1.4% (4 figures)"), "%s", out);
+}
+
 /* What an allocator setting costs in step time, predicted from one
  * no-caching capture per model against uncaptured runs under each setting
  * (docs/timing.md, "What an allocator setting costs"): the table's
