@@ -107,8 +107,8 @@ static void ca_report(struct ca_state *s, enum policy_decision_kind kind, uint64
 }
 
 static const struct policy_knob ca_knobs[] = {
-	{"release_threshold", "<bytes|size>",
-	 "bytes kept across a sync (cudaMemPoolAttrReleaseThreshold; PyTorch keeps all: 1TiB)"},
+	{"release_threshold", "<bytes|size|max>",
+	 "bytes kept across a sync (cudaMemPoolAttrReleaseThreshold; PyTorch's backend: max)"},
 	{NULL, NULL, NULL}};
 
 static uint64_t ca_cls(uint32_t stream) { return (uint64_t)stream + 1; }
@@ -494,9 +494,12 @@ static int ca_init(void *st, const char *conf, const struct policy_env *env,
 	uint64_t threshold = 0;
 	while ((r = conf_next(&cur, &kv, err, errlen)) > 0) {
 		if (!strcmp(kv.key, "release_threshold")) {
-			if (conf_size(kv.value, &threshold) < 0) {
+			/* "max": UINT64_MAX, what PyTorch's backend sets */
+			if (!strcmp(kv.value, "max"))
+				threshold = UINT64_MAX;
+			else if (conf_size(kv.value, &threshold) < 0) {
 				snprintf(err, errlen, "cuda_async: knob 'release_threshold': '%s' is "
-					 "not a size (bytes, or e.g. 4GiB)", kv.value);
+					 "not a size (bytes, or e.g. 4GiB) or max", kv.value);
 				return -1;
 			}
 		} else {
@@ -525,7 +528,9 @@ static void ca_stats(void *st, policy_stat_fn emit, void *ctx)
 	emit(ctx, "reserved_mem_high", (int64_t)s->reserved_high);
 	emit(ctx, "used_mem_current", (int64_t)s->used);
 	emit(ctx, "used_mem_high", (int64_t)s->used_high);
-	emit(ctx, "release_threshold", (int64_t)s->release_threshold);
+	/* max (UINT64_MAX) shows as the largest value a stat holds */
+	emit(ctx, "release_threshold",
+	     s->release_threshold > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)s->release_threshold);
 	emit(ctx, "largest_free_block",
 	     top ? (int64_t)s->segs[top].units * (int64_t)CA_ROUND : 0);
 	emit(ctx, "cached_free_bytes", (int64_t)((s->mapped_pages - s->busy_pages) * CA_PAGE));

@@ -14,7 +14,7 @@
 # tells them). Predicted: the capture replayed (steps 3-7) under
 #   default     pytorch
 #   expandable  pytorch expandable_segments:True
-#   async       cuda_async release_threshold:1TiB (the pool keeps its memory:
+#   async       cuda_async release_threshold:max (the pool keeps its memory:
 #               PyTorch's backend:cudaMallocAsync sets UINT64_MAX)
 #   gc          pytorch garbage_collection_threshold:0.6 and the run's
 #               fraction (timing.tsv)
@@ -62,7 +62,7 @@ for D in "${DIRS[@]}"; do
 			case $set in
 			default) pol=pytorch conf= ;;
 			expandable) pol=pytorch conf=expandable_segments:True ;;
-			async) pol=cuda_async conf=release_threshold:1TiB ;;
+			async) pol=cuda_async conf=release_threshold:max ;;
 			gc) pol=pytorch conf=garbage_collection_threshold:0.6,fraction:$frac ;;
 			esac
 			[ -r "$stem-$set.json" ] || continue

@@ -59,6 +59,16 @@ Test(cuda_async, release_at_sync_above_threshold)
 	P.control(f.st, POLICY_CTL_EMPTY_CACHE, 0);
 	cr_assert_eq(device_reserved(f.dev), 0, "empty_cache trims to 0");
 	close_pool(&f);
+
+	/* max: PyTorch's backend, the pool keeps everything until empty_cache */
+	f = open_pool("release_threshold:max");
+	a = get(&f, 20 * MIB, 0);
+	P.free(f.st, a.addr, a.block_bytes, 0);
+	P.control(f.st, POLICY_CTL_SYNC, 0);
+	cr_assert_eq(device_reserved(f.dev), 20 * MIB, "max: nothing released at a sync");
+	P.control(f.st, POLICY_CTL_EMPTY_CACHE, 0);
+	cr_assert_eq(device_reserved(f.dev), 0);
+	close_pool(&f);
 }
 
 Test(cuda_async, reuse_follows_stream_order)
