@@ -479,9 +479,9 @@ void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
 	m->n_malloc = f->nmal;
 	m->n_free = f->nfre;
 	if (f->nhit >= MIN_SAMPLES) {
-		m->hit_ns = median_ns(f->hit, f->nhit);
-		/* the trace's own pool calls, on its own host */
-		m->pool_alloc_ns = m->pool_free_ns = m->hit_ns;
+		/* the trace's own pool calls, on its own host; a caching
+		 * allocator's hit (no driver call) keeps its own cost */
+		m->pool_alloc_ns = m->pool_free_ns = median_ns(f->hit, f->nhit);
 		m->n_hit = f->nhit;
 	}
 	free(f->mal);

@@ -133,7 +133,8 @@ struct cost_model {
 	char cap_mode[32];            /* the capture mode the corrections are for */
 	/* provenance: how many API samples the fit used (0 = defaults) */
 	uint64_t n_malloc, n_free;
-	uint64_t n_hit;               /* stream-ordered alloc/free calls behind hit_ns */
+	uint64_t n_hit;               /* stream-ordered alloc/free calls behind pool_alloc_ns
+				       * and pool_free_ns */
 };
 
 /* Which memory API a 'p' record's name is: the engine replaces the
@@ -250,8 +251,8 @@ void cost_fitter_init(struct cost_fitter *f);
 /* NAME: the API's name for a TREC_API record (ignored otherwise). -1 on OOM. */
 int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const char *name);
 /* Fit into M (starting from the defaults: a curve with too few samples
- * keeps its default; hit_ns, pool_alloc_ns and pool_free_ns are the
- * median stream-ordered call when there are enough of them), release F. */
+ * keeps its default; pool_alloc_ns and pool_free_ns are the median
+ * stream-ordered call when there are enough of them), release F. */
 void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m);
 
 /* Fit from the trace at PATH (defaults where it has no API records), then

@@ -248,8 +248,7 @@ int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
 	m->timeline = 1;
 	m->min_gap_ns = TL_MIN_GAP_NS;
 	m->launch_latency_ns = TL_LAUNCH_LATENCY_NS;
-	if (!m->n_hit)
-		m->hit_ns = TL_HIT_NS; /* PyTorch's caching allocator, per call */
+	m->hit_ns = TL_HIT_NS; /* PyTorch's caching allocator, per call */
 	m->cap_api_ns = m->cap_cb_ns = m->cap_call_ns = m->cap_mem_ns = m->cap_range_ns = 0;
 	m->cap_own = 0;
 	snprintf(m->cap_mode, sizeof m->cap_mode, "none");

@@ -209,22 +209,25 @@ Test(cnn_timing, async_calls_are_memory_api)
 	cr_assert(!cost_api_is_async(NULL));
 }
 
-/* The hit cost comes from the capture's stream-ordered calls: their
- * median, so the first step's pool growths do not move it. */
-Test(cnn_timing, hit_cost_fitted_from_async_calls)
+/* The pool's call cost comes from the capture's stream-ordered calls:
+ * their median, so the first step's pool growths do not move it. A caching
+ * allocator's hit (no driver call) keeps its own cost. */
+Test(cnn_timing, pool_cost_fitted_from_async_calls)
 {
 	char path[64], err[256];
 	write_capture(1, path, sizeof path, NULL);
 	struct cost_model m;
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(m.n_hit, 2 * STEPS * LAYERS);
-	cr_assert_float_eq(m.hit_ns, (double)T_HIT, 1e-6);
+	cr_assert_float_eq(m.pool_alloc_ns, (double)T_HIT, 1e-6);
+	cr_assert_float_eq(m.pool_free_ns, (double)T_HIT, 1e-6);
+	cr_assert_float_eq(m.hit_ns, 1000, 1e-6);
 	cr_assert_eq(m.n_malloc, 0); /* no cudaMalloc: the curves are the defaults */
 	cr_assert_float_eq(m.malloc_c.small_ns, (double)T_M, 1e-6);
 	cr_assert_float_eq(m.free_c.small_ns, (double)T_F, 1e-6);
 	/* a knob still wins */
-	cr_assert_eq(cost_fit_trace(path, "hit_us=0.5", &m, err, sizeof err), 0, "%s", err);
-	cr_assert_float_eq(m.hit_ns, 500, 1e-6);
+	cr_assert_eq(cost_fit_trace(path, "pool_alloc_us=0.5", &m, err, sizeof err), 0, "%s", err);
+	cr_assert_float_eq(m.pool_alloc_ns, 500, 1e-6);
 	unlink(path);
 	/* the no-caching capture has none: the default stays */
 	write_capture(0, path, sizeof path, NULL);
