@@ -771,6 +771,22 @@ static void skip_unless_script_run(void)
 		cr_skip_test("no jq");
 }
 
+/* Run the shell command FMT (with %s: the gpumemsim binary) and check that
+ * it exits 0 and prints each of the NULL-terminated lines that follow: a
+ * documented table stays as documented. */
+static void script_prints(const char *fmt, ...)
+{
+	char cmd[512];
+	static char out[1 << 17];
+	snprintf(cmd, sizeof cmd, fmt, th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s: %s", cmd, out);
+	va_list ap;
+	va_start(ap, fmt);
+	for (const char *want; (want = va_arg(ap, const char *));)
+		cr_assert(strstr(out, want), "%s: no '%s' in\n%s", cmd, want, out);
+	va_end(ap);
+}
+
 /* The held-out model families (traces/timing/heldout; docs/timing.md,
  * "Held-out models"): the same-batch predictions of scripts/timing_paused.sh
  * stay where the README says. Skipped under the sanitizers (the script
@@ -778,30 +794,26 @@ static void skip_unless_script_run(void)
  * tests). */
 Test(timing, heldout_models_stay_as_documented, .timeout = 300)
 {
-	char cmd[512], out[1 << 16];
 	skip_unless_script_run();
-	snprintf(cmd, sizeof cmd, "scripts/timing_paused.sh %s traces/timing/heldout", th_bin());
-	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
-	cr_assert(strstr(out, "- mode's share, against the plain processes: median |error| 2.1%, "
-			      "max 23.6% (32 figures)"), "%s", out);
-	cr_assert(strstr(out, "GPU-bound replays (GPU busy 90% or more of the step): median "
-			      "|error| 1.0%, max 2.6% (10 figures)"), "%s", out);
-	cr_assert(strstr(out, "(the plain process, the capture's paused steps): median |error| "
-			      "2.5%, max 15.7% (32 figures)"), "%s", out);
+	script_prints("scripts/timing_paused.sh %s traces/timing/heldout",
+		      "- mode's share, against the plain processes: median |error| 2.1%, max 23.6% (32 figures)",
+		      "GPU-bound replays (GPU busy 90% or more of the step): median |error| 1.0%, max 2.6% "
+		      "(10 figures)",
+		      "(the plain process, the capture's paused steps): median |error| 2.5%, max 15.7% "
+		      "(32 figures)",
+		      NULL);
 }
 
 /* The same held-out set through scripts/timing_accuracy.sh, both directions
  * and another batch size (docs/timing.md, "Held-out models"). */
 Test(timing, heldout_models_accuracy_stays_as_documented, .timeout = 300)
 {
-	char cmd[512], out[1 << 17];
 	skip_unless_script_run();
-	snprintf(cmd, sizeof cmd, "MODELS='vgg11 efficientnet_b0 vit_b_16 regnet_y_400mf' "
-		 "scripts/timing_accuracy.sh %s traces timing/heldout", th_bin());
-	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
-	cr_assert(strstr(out, "| everything | 64 | 3.5% | 35.9% | 54 of 64 |"), "%s", out);
-	cr_assert(strstr(out, "| GPU-bound replays (GPU busy 90% or more of the step) | 20 | 1.2% | "
-			      "5.9% | 20 of 20 |"), "%s", out);
+	script_prints("MODELS='vgg11 efficientnet_b0 vit_b_16 regnet_y_400mf' "
+		      "scripts/timing_accuracy.sh %s traces timing/heldout",
+		      "| everything | 64 | 3.5% | 35.9% | 54 of 64 |",
+		      "| GPU-bound replays (GPU busy 90% or more of the step) | 20 | 1.2% | 5.9% | 20 of 20 |",
+		      NULL);
 }
 
 /* Issue 15's directions on the captures with a host probe at every step,
@@ -809,21 +821,16 @@ Test(timing, heldout_models_accuracy_stays_as_documented, .timeout = 300)
  * host periods"), and the third host's table through timing_paused.sh. */
 Test(timing, probed_host_tables_stay_as_documented, .timeout = 300)
 {
-	char cmd[512], out[1 << 16];
 	skip_unless_script_run();
-	snprintf(cmd, sizeof cmd, "scripts/timing_fasthost.sh %s", th_bin());
-	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
-	cr_assert(strstr(out, "- every step: median |error| 9.8%, max 38.4% (32 figures); under 10%: 17 of 32"),
-		  "%s", out);
-	cr_assert(strstr(out, "- fast steps: median |error| 13.7%, max 26.7% (6 figures); under 10%: 2 of 6"),
-		  "%s", out);
-	cr_assert(strstr(out, "| pinned | regnet_y_400mf | 64 | nc->c | 10 / 2 |"), "%s", out);
-	snprintf(cmd, sizeof cmd, "scripts/timing_paused.sh %s traces/timing/probed", th_bin());
-	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
-	cr_assert(strstr(out, "- mode's share, against the plain processes: median |error| 9.8%, "
-			      "max 38.4% (24 figures)"), "%s", out);
-	cr_assert(strstr(out, "GPU-bound replays (GPU busy 90% or more of the step): median "
-			      "|error| 1.2%, max 1.4% (4 figures)"), "%s", out);
+	script_prints("scripts/timing_fasthost.sh %s",
+		      "- every step: median |error| 9.8%, max 38.4% (32 figures); under 10%: 17 of 32",
+		      "- fast steps: median |error| 13.7%, max 26.7% (6 figures); under 10%: 2 of 6",
+		      "| pinned | regnet_y_400mf | 64 | nc->c | 10 / 2 |", NULL);
+	script_prints("scripts/timing_paused.sh %s traces/timing/probed",
+		      "- mode's share, against the plain processes: median |error| 9.8%, max 38.4% (24 figures)",
+		      "GPU-bound replays (GPU busy 90% or more of the step): median |error| 1.2%, max 1.4% "
+		      "(4 figures)",
+		      NULL);
 }
 
 /* What an allocator setting costs in step time, predicted from one
@@ -832,16 +839,12 @@ Test(timing, probed_host_tables_stay_as_documented, .timeout = 300)
  * figures, and the pool calls' cost that makes async dearer. */
 Test(timing, allocator_settings_stay_as_documented, .timeout = 300)
 {
-	char cmd[512], out[1 << 16];
 	skip_unless_script_run();
-	snprintf(cmd, sizeof cmd, "scripts/timing_settings.sh %s", th_bin());
-	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
-	cr_assert(strstr(out, "- step time, every setting: median |error| 3.8%, max 67.2% (24 figures)"),
-		  "%s", out);
-	cr_assert(strstr(out, "| pinned | regnet_y_400mf | 64 | async | 43.9 | 44.1 | 37.8 | 46% | "
-			      "+15.6% | +23.8% | -14.0% |"), "%s", out);
-	cr_assert(strstr(out, "| settings | vgg11 | 64 | async | 27.8 | - | 27.9 | 99% | +1.2% | "
-			      "+0.1% | +0.4% |"), "%s", out);
+	script_prints("scripts/timing_settings.sh %s",
+		      "- step time, every setting: median |error| 3.8%, max 67.2% (24 figures)",
+		      "| pinned | regnet_y_400mf | 64 | async | 43.9 | 44.1 | 37.8 | 46% | +15.6% | +23.8% | -14.0% |",
+		      "| settings | vgg11 | 64 | async | 27.8 | - | 27.9 | 99% | +1.2% | +0.1% | +0.4% |",
+		      NULL);
 }
 
 /* size_scale: a device call costs what one of size_scale times its bytes
