@@ -69,6 +69,7 @@ struct sim_device {
 	uint64_t last_malloc;          /* time of the last synthetic malloc */
 	int ctx_released;              /* va_context_release done */
 	const struct cost_model *cost; /* NULL: calls cost no time */
+	struct u64map fixed;           /* request sizes size_scale leaves alone */
 	uint64_t cost_ns, cost_calls;   /* pending for the engine */
 	int cost_sync;
 };
@@ -92,6 +93,7 @@ struct sim_device *device_create(uint64_t capacity, enum device_addr_mode mode)
 		}
 	}
 	u64map_init(&d->live);
+	u64map_init(&d->fixed);
 	return d;
 }
 
@@ -104,6 +106,7 @@ void device_destroy(struct sim_device *d)
 	free(d->va);
 	free(d->vabase);
 	u64map_free(&d->live);
+	u64map_free(&d->fixed);
 	free(d);
 }
 
@@ -118,6 +121,21 @@ void device_set_log(struct sim_device *d, device_log_fn fn, void *ctx)
 void device_set_time(struct sim_device *d, uint64_t t) { d->now = t; }
 
 void device_set_cost(struct sim_device *d, const struct cost_model *m) { d->cost = m; }
+
+void device_fix_size(struct sim_device *d, uint64_t bytes)
+{
+	(void)u64map_put(&d->fixed, bytes, 1); /* out of memory: that size scales */
+}
+
+/* The bytes a device call of BYTES is charged as (size_scale), unless a
+ * request of that size came before the first kernel. */
+static uint64_t call_bytes(const struct sim_device *d, uint64_t bytes)
+{
+	uint64_t v;
+	if (d->fixed.count && u64map_get(&d->fixed, bytes, &v))
+		return bytes;
+	return cost_call_bytes(d->cost, bytes);
+}
 
 uint64_t device_take_cost(struct sim_device *d, uint64_t *ns, int *sync)
 {
@@ -261,7 +279,7 @@ int device_foreign_alloc(struct sim_device *d, uint64_t bytes)
 	if (d->reserved + d->foreign > d->peak_total)
 		d->peak_total = d->reserved + d->foreign;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, cost_call_bytes(d->cost, bytes));
+		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, call_bytes(d, bytes));
 		d->cost_calls++;
 	}
 	return DEVICE_OK;
@@ -271,7 +289,7 @@ void device_foreign_free(struct sim_device *d, uint64_t bytes)
 {
 	d->foreign -= bytes <= d->foreign ? bytes : d->foreign;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->free_c, cost_call_bytes(d->cost, bytes));
+		d->cost_ns += cost_curve_ns(&d->cost->free_c, call_bytes(d, bytes));
 		d->cost_calls++;
 		d->cost_sync |= d->cost->free_sync;
 	}
@@ -312,7 +330,7 @@ int device_malloc(struct sim_device *d, uint64_t bytes, uint32_t stream, uint64_
 		u64map_put(&d->live, a, bytes);
 	d->c.mallocs++;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, cost_call_bytes(d->cost, bytes));
+		d->cost_ns += cost_curve_ns(&d->cost->malloc_c, call_bytes(d, bytes));
 		d->cost_calls++;
 	}
 	if (d->log)
@@ -329,7 +347,7 @@ void device_free(struct sim_device *d, uint64_t addr, uint64_t bytes)
 	d->reserved -= bytes <= d->reserved ? bytes : d->reserved;
 	d->c.frees++;
 	if (d->cost) {
-		d->cost_ns += cost_curve_ns(&d->cost->free_c, cost_call_bytes(d->cost, bytes));
+		d->cost_ns += cost_curve_ns(&d->cost->free_c, call_bytes(d, bytes));
 		d->cost_calls++;
 		d->cost_sync |= d->cost->free_sync;
 	}

@@ -48,6 +48,12 @@ uint64_t device_reserve_va(struct sim_device *d, uint64_t bytes);
 int device_map(struct sim_device *d, uint64_t addr, uint64_t bytes, uint64_t page, uint32_t stream);
 void device_unmap(struct sim_device *d, uint64_t addr, uint64_t bytes, uint64_t page);
 
+/* Requests of BYTES keep their size when a device call's cost is looked up
+ * under size_scale: the engine names the sizes allocated before the first
+ * kernel (the model's weights, hence its gradients and optimizer state),
+ * which another batch size does not change. */
+void device_fix_size(struct sim_device *d, uint64_t bytes);
+
 /* One cudaMallocAsync (IS_FREE 0) or cudaFreeAsync (1) the pool serves from
  * memory it holds: its host cost (with the framework's own work around it,
  * as measured in training steps). */

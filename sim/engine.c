@@ -554,6 +554,11 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 	if (e->skip.count)
 		u64map_del(&e->skip, m->addr, NULL);
 	uint32_t stream = m->stream == TRACE_NO_STREAM ? 0 : m->stream;
+	/* another batch size: what is allocated before the first kernel (the
+	 * weights; their gradients and optimizer state have the same sizes)
+	 * does not grow with the batch */
+	if (!e->seen_kernel && e->cost && e->cost->size_scale != 1.0)
+		device_fix_size(e->dev, m->bytes);
 	struct alloc_request req = {m->id, m->bytes, stream, now};
 	struct alloc_result ar = {0, 0};
 	device_set_time(e->dev, now);
@@ -850,6 +855,7 @@ static int replay_one(struct engine *e, const struct eng_rec *er, char *err, siz
 	case TREC_FREE:
 		return on_free(e, rec, now, err, errlen);
 	case TREC_KERNEL:
+		e->seen_kernel = 1;
 		return on_gpu_op(e, rec, rec->u.kernel.stream, rec->u.kernel.corr, now, err, errlen);
 	case TREC_MEMCPY:
 	case TREC_MEMSET:

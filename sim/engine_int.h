@@ -121,6 +121,8 @@ struct engine {
 	/* live set */
 	struct live_table live;       /* trace addr -> live entry */
 	struct u64map skip;           /* trace addr -> 1: its free is skipped */
+	int seen_kernel;              /* a kernel record was replayed: requests made
+				       * before it are the model's (size_scale) */
 	uint64_t allocated, requested;
 	uint64_t peak_res_seen, peak_res_t, peak_res_line;
 
