@@ -169,3 +169,30 @@ Test(device, map_unmap_and_pool_costs)
 	cr_assert_eq(device_take_cost(d, &ns, &sync), 0);
 	device_destroy(d);
 }
+
+/* size_scale charges a device call as a call that many times larger, but
+ * not for a size the engine named as fixed (the model's weights). */
+Test(device, fixed_sizes_keep_their_cost_under_size_scale)
+{
+	struct cost_model m;
+	struct sim_device *d = device_create(0, DEVICE_ADDR_SYNTHETIC);
+	uint64_t a, b, scaled, own, ns;
+	int sync;
+	cr_assert_not_null(d);
+	cost_defaults(&m);
+	m.size_scale = 4.0;
+	device_set_cost(d, &m);
+	cr_assert_eq(device_malloc(d, 512 * 1024, 0, &a), DEVICE_OK);
+	device_take_cost(d, &scaled, &sync);
+	device_fix_size(d, 512 * 1024);
+	cr_assert_eq(device_malloc(d, 512 * 1024, 0, &b), DEVICE_OK);
+	device_take_cost(d, &own, &sync);
+	/* 2 MiB (scaled) is a large call, 512 KiB a small one */
+	cr_assert_eq(scaled, (uint64_t)cost_curve_ns(&m.malloc_c, 2 * MiB));
+	cr_assert_eq(own, (uint64_t)cost_curve_ns(&m.malloc_c, 512 * 1024));
+	cr_assert_lt(own, scaled);
+	device_free(d, a, 512 * 1024);
+	device_take_cost(d, &ns, &sync);
+	cr_assert_eq(ns, (uint64_t)cost_curve_ns(&m.free_c, 512 * 1024), "a fixed size frees at its own cost too");
+	device_destroy(d);
+}
