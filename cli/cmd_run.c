@@ -284,7 +284,7 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 	json_end_array(&j);
 	json_kv_double(&j, "gpu_busy_fraction", r->gpu_busy_fraction);
 	if (r->timed && r->step_time_ns)
-		json_kv_string(&j, "bound", r->gpu_busy_fraction >= SIM_GPU_BOUND ? "gpu" : "host");
+		json_kv_string(&j, "bound", sim_gpu_bound(r->gpu_busy_fraction) ? "gpu" : "host");
 	json_key(&j, "uncaptured_steps_ns");
 	json_begin_array(&j);
 	for (size_t i = 0; i < r->nuncaptured_steps; i++)
@@ -465,7 +465,7 @@ static void print_text(const struct sim_result *r, const struct timing_calibrati
 		 * host's speed, which varies from process to process */
 		double f = r->gpu_busy_fraction;
 		printf("GPU busy         %.3f ms a step, %.0f%% of it: %s\n", f * r->step_time_ns / 1e6,
-		       100 * f, f >= SIM_GPU_BOUND ? "GPU-bound"
+		       100 * f, sim_gpu_bound(f) ? "GPU-bound"
 						   : "host-bound (the host's speed differs by up to "
 						     "25% between processes of one program)");
 	}

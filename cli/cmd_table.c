@@ -39,7 +39,7 @@ static void print_step(const struct store_table_row *r)
 	if (*r->conf && r->default_step_time_ns)
 		printf(" %+.1f%%", 100.0 * step_change(r));
 	if (r->has_busy)
-		printf(" %s", r->gpu_busy_fraction >= SIM_GPU_BOUND ? "GPU-bound" : "host-bound");
+		printf(" %s", sim_gpu_bound(r->gpu_busy_fraction) ? "GPU-bound" : "host-bound");
 }
 
 static int print_row(void *vctx, const struct store_table_row *r)
@@ -86,7 +86,7 @@ static int print_row(void *vctx, const struct store_table_row *r)
 			json_null(&t->j);
 		json_key(&t->j, "bound");
 		if (r->step_time_ns && r->has_busy)
-			json_string(&t->j, r->gpu_busy_fraction >= SIM_GPU_BOUND ? "gpu" : "host");
+			json_string(&t->j, sim_gpu_bound(r->gpu_busy_fraction) ? "gpu" : "host");
 		else
 			json_null(&t->j);
 		json_end_object(&t->j);

@@ -249,7 +249,7 @@ int plot_run_host_bound(const struct plot_run *r)
 {
 	if (!r->timed || !r->step_time_ns || r->gpu_busy < 0)
 		return -1;
-	return r->gpu_busy < SIM_GPU_BOUND;
+	return !sim_gpu_bound(r->gpu_busy);
 }
 
 const char *plot_run_setting(const struct plot_run *r, char *buf, size_t len)

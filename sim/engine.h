@@ -213,7 +213,7 @@ struct sim_result {
 	double gpu_busy_fraction;       /* GPU busy over step time, the steps of
 					 * step_time_ns; 0 = no steps */
 #define SIM_GPU_BOUND 0.9               /* from this busy fraction on a step is
-					 * GPU-bound (docs/timing.md) */
+					 * GPU-bound (docs/timing.md): sim_gpu_bound */
 	/* the recorded lengths of the step ranges that ran with the capture
 	 * paused (`r ... uncaptured`, traces/FORMAT.md): the program's own step
 	 * time on the capture's host, which the replay does not replay */
@@ -256,6 +256,10 @@ struct sim_result {
 	uint64_t xla_lowered, xla_lowered_bytes; /* requests lowered from whole granules
 						  * (0: not every request was) */
 };
+
+/* Whether a predicted step whose GPU is busy BUSY_FRACTION of it is bound
+ * by the GPU (else by the host, whose speed varies between processes). */
+static inline int sim_gpu_bound(double busy_fraction) { return busy_fraction >= SIM_GPU_BOUND; }
 
 /* Replay. Returns 0 (an OOM is a result, not an error) or -1 with ERR
  * naming the file and line (bad trace) or the knob (bad conf). */
