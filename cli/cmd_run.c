@@ -314,7 +314,7 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 		json_kv_bool(&j, "free_sync", cm->free_sync);
 		json_kv_u64(&j, "fit_mallocs", cm->n_malloc);
 		json_kv_u64(&j, "fit_frees", cm->n_free);
-		json_kv_u64(&j, "fit_pool_calls", cm->n_hit);
+		json_kv_u64(&j, "fit_pool_calls", cm->n_pool);
 		json_kv_bool(&j, "timeline", cm->timeline);
 		if (cm->timeline) {
 			json_kv_string(&j, "cost_table", cm->table_name[0] ? cm->table_name : "fitted");

@@ -308,10 +308,10 @@ int cost_fitter_add(struct cost_fitter *f, const struct trace_rec *rec, const ch
 	case TREC_API: {
 		enum cost_api k = cost_api_kind(name);
 		if (k == COST_API_MEM && cost_api_is_async(name)) {
-			/* mostly pool hits (a growth is the odd slow one the
-			 * median ignores); a stream-ordered free never waits */
+			/* mostly calls the pool serves (a growth is the odd slow
+			 * one the median ignores); a stream-ordered free never waits */
 			uint64_t ns = rec->end > rec->start ? rec->end - rec->start : 0;
-			return push(&f->hit, &f->nhit, &f->caphit, 0, ns);
+			return push(&f->pool, &f->npool, &f->cappool, 0, ns);
 		}
 		if (k != COST_API_MALLOC && k != COST_API_FREE)
 			return 0;
@@ -478,15 +478,15 @@ void cost_fitter_finish(struct cost_fitter *f, struct cost_model *m)
 	own_bins(f->fre, f->nfre, &m->free_c);
 	m->n_malloc = f->nmal;
 	m->n_free = f->nfre;
-	if (f->nhit >= MIN_SAMPLES) {
+	if (f->npool >= MIN_SAMPLES) {
 		/* the trace's own pool calls, on its own host; a caching
 		 * allocator's hit (no driver call) keeps its own cost */
-		m->pool_alloc_ns = m->pool_free_ns = median_ns(f->hit, f->nhit);
-		m->n_hit = f->nhit;
+		m->pool_alloc_ns = m->pool_free_ns = median_ns(f->pool, f->npool);
+		m->n_pool = f->npool;
 	}
 	free(f->mal);
 	free(f->fre);
-	free(f->hit);
+	free(f->pool);
 	memset(f, 0, sizeof *f);
 }
 
@@ -525,7 +525,7 @@ int cost_fit_trace(const char *path, const char *knobs, struct cost_model *m,
 out:
 	free(f.mal);
 	free(f.fre);
-	free(f.hit);
+	free(f.pool);
 	if (rd)
 		trace_reader_close(rd);
 	return ret;

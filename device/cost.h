@@ -4,16 +4,18 @@
  *
  * A cost model says how long the host spends in a device allocation
  * (cudaMalloc), a device free (cudaFree, which also waits for the whole
- * device to drain), a map/unmap of expandable-segment pages, and an
- * allocation or free the policy serves from its cache (a "hit"). Device
+ * device to drain), a map/unmap of expandable-segment pages, a call the
+ * stream-ordered pool serves (cudaMallocAsync/cudaFreeAsync) or its growth
+ * and trim, and an allocation or free the policy serves from its cache
+ * (a "hit", no CUDA call). Device
  * calls follow the driver's two regimes: requests under 1 MiB are carved
  * from the driver's own small pool (a constant), larger ones map pages (a
  * constant plus a per-MiB term).
  *
  * The model is fitted from a trace's 'p' records (cudaMalloc/cudaFree host
  * API times paired with the 'a'/'f' record inside them by correlation id;
- * the hit cost from the stream-ordered calls, cudaMallocAsync/cudaFreeAsync,
- * which a caching pool serves without the driver), with median-based
+ * the pool's call cost from the stream-ordered calls, cudaMallocAsync/
+ * cudaFreeAsync), with median-based
  * estimates so a few outliers do not move it; traces without API records
  * get the documented H200 defaults. Knobs override
  * either ("malloc_us=10,free_sync=0").
@@ -133,7 +135,7 @@ struct cost_model {
 	char cap_mode[32];            /* the capture mode the corrections are for */
 	/* provenance: how many API samples the fit used (0 = defaults) */
 	uint64_t n_malloc, n_free;
-	uint64_t n_hit;               /* stream-ordered alloc/free calls behind pool_alloc_ns
+	uint64_t n_pool;              /* stream-ordered alloc/free calls behind pool_alloc_ns
 				       * and pool_free_ns */
 };
 
@@ -151,8 +153,8 @@ enum cost_api cost_api_kind(const char *name);
 
 /* 1 when NAME is a stream-ordered allocation or free (cudaMallocAsync,
  * cudaFreeAsync, cudaMallocFromPoolAsync and their driver forms): calls a
- * pool with memory cached serves without the driver, the "hit" of CUDA's
- * own caching allocator. Such calls are also COST_API_MEM. */
+ * pool with memory cached serves without mapping any. Such calls are also
+ * COST_API_MEM. */
 int cost_api_is_async(const char *name);
 
 /* The H200 defaults (fitted from capture/tests/data/resnet18-nocache). */
@@ -235,8 +237,8 @@ struct cost_sample { uint64_t bytes, ns; };
 
 /* Streaming fit: feed every record in file order, then finish. */
 struct cost_fitter {
-	struct cost_sample *mal, *fre, *hit;
-	size_t nmal, nfre, nhit, capmal, capfre, caphit;
+	struct cost_sample *mal, *fre, *pool; /* pool: stream-ordered calls */
+	size_t nmal, nfre, npool, capmal, capfre, cappool;
 	uint64_t gpu_busy;            /* latest end of GPU work started so far */
 	/* the open cudaMalloc/cudaFree call waiting for its 'a'/'f' record */
 	int pend_kind;                /* COST_API_MALLOC/FREE or 0 */

@@ -218,7 +218,7 @@ Test(cnn_timing, pool_cost_fitted_from_async_calls)
 	write_capture(1, path, sizeof path, NULL);
 	struct cost_model m;
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
-	cr_assert_eq(m.n_hit, 2 * STEPS * LAYERS);
+	cr_assert_eq(m.n_pool, 2 * STEPS * LAYERS);
 	cr_assert_float_eq(m.pool_alloc_ns, (double)T_HIT, 1e-6);
 	cr_assert_float_eq(m.pool_free_ns, (double)T_HIT, 1e-6);
 	cr_assert_float_eq(m.hit_ns, 1000, 1e-6);
@@ -232,7 +232,7 @@ Test(cnn_timing, pool_cost_fitted_from_async_calls)
 	/* the no-caching capture has none: the default stays */
 	write_capture(0, path, sizeof path, NULL);
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
-	cr_assert_eq(m.n_hit, 0);
+	cr_assert_eq(m.n_pool, 0);
 	cr_assert_eq(m.n_malloc, STEPS * LAYERS);
 	cr_assert_float_eq(m.hit_ns, 1000, 1e-6);
 	unlink(path);
