@@ -29,22 +29,6 @@ die() { echo "timing_fasthost.sh: $*" >&2; exit 1; }
 command -v jq > /dev/null || die "needs jq"
 . "$(dirname "$0")/timing_lib.sh"
 
-# fast_mask JSON LIMIT: one 0/1 a step: both probes around it under LIMIT
-# (step 0 has no probe before it: never fast)
-fast_mask() {
-	jq -r --argjson lim "$2" '.step_probe_us as $p
-		| [range(0; ($p | length)) | if . > 0 and $p[. - 1] <= $lim and $p[.] <= $lim then 1 else 0 end]
-		| map(tostring) | join(" ")' "$1"
-}
-# mean_ms VALUES MASK A B: the mean of the values (ms) in [A, B) whose mask
-# is 1 ("all" as MASK: every one); "-" with fewer than 2
-mean_ms() {
-	awk -v v="$1" -v m="$2" -v a="$3" -v b="$4" 'BEGIN {
-		n = split(v, x, " "); if (m != "all") split(m, f, " ")
-		for (i = a; i < b && i < n; i++) if (m == "all" || f[i + 1] == 1) { s += x[i + 1]; k++ }
-		if (k < 2) print "-"; else printf "%.3f", s / k }'
-}
-real_steps() { jq -r '.step_s | map(. * 1000 | tostring) | join(" ")' "$1"; }
 # replay STEM-TRACE POLICY [ARGS]: the replay's steps (ms), space-separated
 replay() {
 	local t=$1 p=$2
@@ -59,7 +43,7 @@ echo "| set | model | batch | direction | fast steps real / predicted | real all
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for D in "${DIRS[@]}"; do
 	[ -r "$D/timing.tsv" ] || die "$D/timing.tsv: missing"
-	lim=$(jq -s '[.[].step_probe_us[]?] | min' "$D"/*-plain-*.json "$D"/*-cap-*.json | awk -v f="$FAST" '{ print $1 * f }')
+	lim=$(tl_probe_limit "$FAST" "$D"/*-plain-*.json "$D"/*-cap-*.json)
 	[ -n "$lim" ] && [ "$lim" != 0 ] || die "$D: no step_probe_us in its JSONs"
 	for t in "$D"/*-cap-caching.trace.gz; do
 		stem=${t%-cap-caching.trace.gz}
@@ -67,7 +51,7 @@ for D in "${DIRS[@]}"; do
 		m=${base%-b*} b=${base##*-b}
 		c=$stem-cap-caching.trace.gz n=$stem-cap-nocaching.trace.gz
 		[ -r "$n" ] || continue
-		mc=$(fast_mask "$stem-cap-caching.json" "$lim") mn=$(fast_mask "$stem-cap-nocaching.json" "$lim")
+		mc=$(tl_fast_mask "$stem-cap-caching.json" "$lim") mn=$(tl_fast_mask "$stem-cap-nocaching.json" "$lim")
 		# direction, capture mask, replay, real plain JSON
 		for dir in "nc->c" "c->nc" "c->c" "nc->nc"; do
 			case $dir in
@@ -76,9 +60,9 @@ for D in "${DIRS[@]}"; do
 			"c->c") cm=$mc steps=$(replay "$c" pytorch) pj=$stem-plain-caching.json ;;
 			"nc->nc") cm=$mn steps=$(replay "$n" cuda_malloc) pj=$stem-plain-nocaching.json ;;
 			esac
-			rs=$(real_steps "$pj") rm=$(fast_mask "$pj" "$lim")
-			ra=$(mean_ms "$rs" all 3 13) rf=$(mean_ms "$rs" "$rm" 3 13)
-			pa=$(mean_ms "$steps" all 3 8) pf=$(mean_ms "$steps" "$cm" 3 8)
+			rs=$(tl_steps_ms "$pj") rm=$(tl_fast_mask "$pj" "$lim")
+			ra=$(tl_mean_masked "$rs" all 3 13) rf=$(tl_mean_masked "$rs" "$rm" 3 13)
+			pa=$(tl_mean_masked "$steps" all 3 8) pf=$(tl_mean_masked "$steps" "$cm" 3 8)
 			ea=$(tl_err "$pa" "$ra") ef=$(tl_err "$pf" "$rf")
 			E_ALL+=("$ea") E_FAST+=("$ef")
 			echo "| $(basename "$D") | $m | $b | $dir | $(count_fast "$rm" 3 13) / $(count_fast "$cm" 3 8) | $ra | $rf | $pa | $pf | $ea | $ef |"

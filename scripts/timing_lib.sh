@@ -33,6 +33,33 @@ tl_pred() {
 	echo "${out%% *}"
 }
 
+# The host's speed at each step (train_torch.py's step_probe_us, a short
+# loop timed between steps; docs/timing.md, "Fast and slow host periods"):
+# tl_probe_limit FACTOR JSON...: FACTOR times the fastest probe in the
+# JSONs (0 when none has probes)
+tl_probe_limit() {
+	local f=$1
+	shift
+	jq -s '[.[].step_probe_us[]?] | min // 0' "$@" | awk -v f="$f" '{ print $1 * f }'
+}
+# tl_fast_mask JSON LIMIT: one 0/1 a step, 1 when both probes around it are
+# under LIMIT (step 0 has no probe before it: never fast; no probes: empty)
+tl_fast_mask() {
+	jq -r --argjson lim "$2" '(.step_probe_us // []) as $p
+		| [range(0; ($p | length)) | if . > 0 and $p[. - 1] <= $lim and $p[.] <= $lim then 1 else 0 end]
+		| map(tostring) | join(" ")' "$1"
+}
+# tl_steps_ms JSON: a train_torch JSON's step times (ms), space-separated
+tl_steps_ms() { jq -r '.step_s | map(. * 1000 | tostring) | join(" ")' "$1"; }
+# tl_mean_masked VALUES MASK A B: the mean of the values in [A, B) whose
+# mask is 1 ("all" as MASK: every one); "-" with fewer than 2
+tl_mean_masked() {
+	awk -v v="$1" -v m="$2" -v a="$3" -v b="$4" 'BEGIN {
+		n = split(v, x, " "); if (m != "all") split(m, f, " ")
+		for (i = a; i < b && i < n; i++) if (m == "all" || f[i + 1] == 1) { s += x[i + 1]; k++ }
+		if (k < 2) print "-"; else printf "%.3f", s / k }'
+}
+
 # tl_summary ERRORS...: "median |error| M%, max N% (K figures)" of the
 # signed errors given ("+1.2%", "-" ignored)
 tl_summary() {

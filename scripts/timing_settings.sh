@@ -33,11 +33,9 @@ command -v jq > /dev/null || die "needs jq"
 # real JSON LIMIT: the mean of steps 3-12 (ms), then of the fast ones ("-"
 # with fewer than 2; without probes in the JSON, "-")
 real() {
-	jq -r --argjson lim "$2" '.step_s as $s | (.step_probe_us // []) as $p
-		| [range(3; 13) | select(. < ($s | length)) | $s[.] * 1000] as $all
-		| [range(3; 13) | select(. < ($s | length) and . < ($p | length) and $p[. - 1] <= $lim and $p[.] <= $lim)
-		   | $s[.] * 1000] as $f
-		| "\($all | add / length) \(if ($f | length) >= 2 then ($f | add / length) else "-" end)"' "$1"
+	local s k
+	s=$(tl_steps_ms "$1") && k=$(tl_fast_mask "$1" "$2") || return
+	echo "$(tl_mean_masked "$s" all 3 13) $(tl_mean_masked "$s" "$k" 3 13)"
 }
 pred() {
 	local t=$1 p=$2 c=$3
@@ -51,7 +49,7 @@ echo "| set | model | batch | setting | real (ms) | real, fast steps | predicted
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for D in "${DIRS[@]}"; do
 	[ -r "$D/timing.tsv" ] || die "$D/timing.tsv: missing"
-	lim=$(jq -s '[.[].step_probe_us[]?] | min // 0' "$D"/*.json | awk -v f="$FAST" '{ print $1 * f }')
+	lim=$(tl_probe_limit "$FAST" "$D"/*.json)
 	for t in "$D"/*-cap-nocaching.trace.gz; do
 		stem=${t%-cap-nocaching.trace.gz}
 		base=$(basename "$stem")
