@@ -143,6 +143,10 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 		{"launch_latency_us", offsetof(struct cost_model, launch_latency_ns)},
 		{"trace_hit_us", offsetof(struct cost_model, trace_hit_ns)},
 	};
+	/* the knobs the loop below handles by name, for the error's list */
+	static const char *const named[] = {"free_sync", "scale_calls", "timeline", "calibrate",
+					    "dev_call_us", "dev_call_frac", "table", "gpu_scale",
+					    "size_scale", "cap_own", "host_scale"};
 	const char *cur = knobs ? knobs : "";
 	struct conf_kv kv;
 	int r;
@@ -229,13 +233,12 @@ int cost_parse(struct cost_model *m, const char *knobs, char *err, size_t errlen
 			if (!strcmp(kv.key, keys[i].key))
 				break;
 		if (i == n) {
-			snprintf(err, errlen, "unknown cost knob '%s' (known: malloc_us, malloc_large_us, "
-				 "malloc_us_per_mib, free_us, free_large_us, free_us_per_mib, map_us, map_page_us, "
-				 "unmap_us, unmap_page_us, unmap_us_per_mib, pool_alloc_us, pool_free_us, "
-				 "pool_grow_us, pool_grow_us_per_mib, pool_trim_us, pool_trim_us_per_mib, hit_us, free_sync, api_overhead_us, host_scale, scale_calls, "
-				 "timeline, calibrate, table, dev_call_us, dev_call_frac, gpu_scale, size_scale, cap_api_us, cap_cb_us, cap_call_us, cap_mem_us, cap_range_us, cap_own, "
-				 "min_gap_us, launch_latency_us, trace_hit_us)",
-				 kv.key);
+			size_t used = (size_t)snprintf(err, errlen, "unknown cost knob '%s' (known:", kv.key);
+			for (size_t k = 0; k < n + sizeof named / sizeof named[0] && used < errlen; k++)
+				used += (size_t)snprintf(err + used, errlen - used, "%s %s", k ? "," : "",
+							 k < n ? keys[k].key : named[k - n]);
+			if (used < errlen)
+				snprintf(err + used, errlen - used, ")");
 			r = -1;
 			break;
 		}
