@@ -18,6 +18,8 @@
 # device_build: build/gpumemsim and the capture library when either is
 #   missing (device_devdeps first; the log in $W/build.log); on failure
 #   notes it, packs and exits 1. Call after device_work.
+# device_left: the seconds left before DEADLINE_S (default 560) since
+#   device_work started the clock.
 # device_torch_env: $W/env.txt: the GPU and driver, torch, torchvision and
 #   cuDNN versions, the CPUs (for the step-time scripts).
 # device_pin: the array pin=(taskset -c $PIN) when PIN names CPUs (a taskset
@@ -101,3 +103,5 @@ device_pin() {
 step_mean_ms() {
 	"$py" -c 'import json,sys; s=json.load(open(sys.argv[1]))["step_s"][int(sys.argv[2]):int(sys.argv[3])]; print("%.3f" % (1e3*sum(s)/len(s)) if s else "-")' "$@" 2>/dev/null || echo -
 }
+
+device_left() { echo $((${DEADLINE_S:-560} - (SECONDS - T0))); }

@@ -25,7 +25,6 @@ CONFIGS=${CONFIGS:-"default -
 nosource --no-source
 nomemory --record_kernels,copies,syncs,nvtx
 minimal --record_nvtx_--api_off_--no-links"}
-DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
 export PYTHONUNBUFFERED=1 GPUMEMSIM_CAPTURE_VERBOSE=1
 device_build
@@ -55,7 +54,7 @@ for i, x in enumerate(s): print("\t".join(sys.argv[2:] + [str(i), "%.3f" % (1e3 
 for r in $(seq 1 "$ROUNDS"); do
 	for x in $RUNS; do
 		IFS=: read -r m b caching <<< "$x"
-		[ $((DEADLINE - (SECONDS - T0))) -lt 60 ] && { note "stopped: deadline"; break 2; }
+		[ "$(device_left)" -lt 60 ] && { note "stopped: deadline"; break 2; }
 		one "$m" "$b" "$caching" "$r" plain
 		while read -r cfg opts; do
 			[ -n "$cfg" ] || continue

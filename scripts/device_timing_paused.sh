@@ -34,7 +34,6 @@ STEPS=${STEPS:-8}
 PAUSED=${PAUSED:-5}
 CAPTURE_OPTS=${CAPTURE_OPTS---no-source}
 MODES=${MODES:-"plain-caching plain-nocaching cap-caching cap-nocaching"}
-DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
 # PIN: a taskset CPU list every run is pinned to (device_pin)
 device_pin
@@ -42,7 +41,6 @@ export PYTHONUNBUFFERED=1
 device_torch_env
 device_build
 note "built"
-left() { echo $((DEADLINE - (SECONDS - T0))); }
 
 # one run: NAME MODEL BATCH CAPTURED(0/1) CACHING(0/1)
 timed() {
@@ -70,7 +68,7 @@ printf 'model\tbatch\tcaptured\tcaching\tmean_ms\tpaused_mean_ms\trc\n' > "$W/ti
 first=1
 for mb in $RUNS; do
 	m=${mb%%:*} b=${mb##*:}
-	if [ "$(left)" -lt 110 ]; then note "$m b$b skipped: $(left) s left"; continue; fi
+	if [ "$(device_left)" -lt 110 ]; then note "$m b$b skipped: $(device_left) s left"; continue; fi
 	# interleaved so drift on the host touches every mode alike
 	for mode in $MODES; do
 		case $mode in

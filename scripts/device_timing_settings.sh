@@ -32,7 +32,6 @@ device_work timing-settings
 RUNS=${RUNS:-"efficientnet_b0:64:0.0592 regnet_y_400mf:64:0.0246 vgg11:64:0.0581 vit_b_16:32:0.0461"}
 STEPS=${STEPS:-8}
 PAUSED=${PAUSED:-5}
-DEADLINE=${DEADLINE_S:-560}
 bin=$root/build/gpumemsim
 # PIN: a taskset CPU list every run is pinned to (device_pin)
 device_pin
@@ -40,7 +39,6 @@ export PYTHONUNBUFFERED=1
 device_torch_env
 device_build
 note "built"
-left() { echo $((DEADLINE - (SECONDS - T0))); }
 
 mkdir -p "$W/costs"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -90,7 +88,7 @@ timed() {
 printf 'model\tbatch\tsetting\tfraction\tmean_ms\trc\n' > "$W/timing.tsv"
 for r in $RUNS; do
 	IFS=: read -r m b frac <<< "$r"
-	if [ "$(left)" -lt 90 ]; then note "$m b$b skipped: $(left) s left"; continue; fi
+	if [ "$(device_left)" -lt 90 ]; then note "$m b$b skipped: $(device_left) s left"; continue; fi
 	for set in cap-nocaching default expandable async gc; do
 		timed "$m-b$b-$set" "$m" "$b" "$set" "$frac"
 	done
