@@ -18,6 +18,9 @@
 # and CAPTURE_OPTS (default --no-source, the README's advice for step-time
 # captures; traces/timing/paused was made before, with the source on: set
 # CAPTURE_OPTS= to repeat it).
+# PIN (a taskset CPU list; scripts/device_cpu_scan.sh finds the fast ones)
+# pins every run; a model starts only with enough of DEADLINE_S (default
+# 560 s) left.
 # OUT gets timing.tsv (model batch captured caching mean_ms rc, the mean of
 # steps 3..STEPS-1; for captures also the mean of the paused steps), one
 # timing-paused.tgz (traces, step-time JSONs, logs; repacked after every

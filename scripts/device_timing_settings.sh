@@ -21,6 +21,9 @@
 #                               set_per_process_memory_fraction(FRACTION)
 #    FRACTION is 1.3 x the model's peak allocated over the device (from
 #    traces/timing/heldout's captures): the garbage collector runs each step.
+# PIN (a taskset CPU list; scripts/device_cpu_scan.sh finds the fast ones)
+# pins every run; a model starts only with enough of DEADLINE_S (default
+# 560 s) left.
 # OUT gets timing.tsv (model batch setting mean_ms rc: the mean of steps
 # 3..STEPS-1), timing-settings.tgz (repacked after every model) and
 # phases.txt. Needs nvcc and build/gpumemsim with the capture library (built
