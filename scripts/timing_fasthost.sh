@@ -70,5 +70,7 @@ for D in "${DIRS[@]}"; do
 	done
 done
 echo
-echo "- every step: $(tl_summary "${E_ALL[@]}"); under 10%: $(printf '%s\n' "${E_ALL[@]}" | tr -d '%+-' | awk '$1 != "" { n++; if ($1 < 10) k++ } END { print k + 0 " of " n + 0 }')"
-echo "- fast steps: $(tl_summary "${E_FAST[@]}"); under 10%: $(printf '%s\n' "${E_FAST[@]}" | tr -d '%+-' | awk '$1 != "" { n++; if ($1 < 10) k++ } END { print k + 0 " of " n + 0 }')"
+# under10 ERRORS...: "K of N" of the signed errors given ("-" ignored)
+under10() { printf '%s\n' "$@" | tr -d '%+-' | awk '$1 != "" { n++; if ($1 < 10) k++ } END { print k + 0 " of " n + 0 }'; }
+echo "- every step: $(tl_summary "${E_ALL[@]}"); under 10%: $(under10 "${E_ALL[@]}")"
+echo "- fast steps: $(tl_summary "${E_FAST[@]}"); under 10%: $(under10 "${E_FAST[@]}")"
