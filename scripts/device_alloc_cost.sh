@@ -21,11 +21,7 @@ device_start "$@"
 device_work alloc-cost
 ROUNDS=${ROUNDS:-3}
 REPS=${REPS:-1000}
-{
-	nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
-	"$py" -c 'import torch; print("torch", torch.__version__)'
-	nproc
-} > "$W/env.txt" 2>&1
+device_torch_env
 device_build
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 "$NVCC" -O2 -o "$W/alloc_cost" traces/timing/alloc_cost.cu >> "$W/build.log" 2>&1 || { note "nvcc failed"; pack; exit 1; }
