@@ -89,8 +89,7 @@ void cost_defaults(struct cost_model *m)
 	m->pool_grow_ns_per_mib = 1170;
 	m->pool_trim_ns = 60000;
 	m->pool_trim_ns_per_mib = 1550;
-	/* PyTorch's caching allocator serves a hit in about 1 us of host time */
-	m->hit_ns = 1000;
+	m->hit_ns = COST_HIT_NS;
 	m->free_sync = 1;
 	m->host_scale = 1.0;
 	m->api_overhead_ns = 0;

@@ -21,7 +21,6 @@
  * (docs/timing.md, "Constants"; scripts/timing_paused.sh). */
 #define TL_MIN_GAP_NS 1000.0        /* the shortest host gap between two calls */
 #define TL_LAUNCH_LATENCY_NS 3000.0 /* launch return to kernel start */
-#define TL_HIT_NS 1000.0            /* a caching-allocator malloc or free (assumed) */
 #define TL_DEV_CALL_NS 6000.0       /* PyTorch's no-caching path around a device call */
 #define TL_DEV_CALL_FRAC 0.0        /* and in proportion to the call's own cost */
 /* capture mode "callbacks" (the default of gpumemsim capture): the
@@ -248,7 +247,7 @@ int cost_timeline_setup(struct cost_model *m, const struct trace_header *h,
 	m->timeline = 1;
 	m->min_gap_ns = TL_MIN_GAP_NS;
 	m->launch_latency_ns = TL_LAUNCH_LATENCY_NS;
-	m->hit_ns = TL_HIT_NS; /* PyTorch's caching allocator, per call */
+	m->hit_ns = COST_HIT_NS; /* PyTorch's caching allocator, per call */
 	m->cap_api_ns = m->cap_cb_ns = m->cap_call_ns = m->cap_mem_ns = m->cap_range_ns = 0;
 	m->cap_own = 0;
 	snprintf(m->cap_mode, sizeof m->cap_mode, "none");

@@ -221,7 +221,7 @@ Test(cnn_timing, pool_cost_fitted_from_async_calls)
 	cr_assert_eq(m.n_pool, 2 * STEPS * LAYERS);
 	cr_assert_float_eq(m.pool_alloc_ns, (double)T_HIT, 1e-6);
 	cr_assert_float_eq(m.pool_free_ns, (double)T_HIT, 1e-6);
-	cr_assert_float_eq(m.hit_ns, 1000, 1e-6);
+	cr_assert_float_eq(m.hit_ns, COST_HIT_NS, 1e-6);
 	cr_assert_eq(m.n_malloc, 0); /* no cudaMalloc: the curves are the defaults */
 	cr_assert_float_eq(m.malloc_c.small_ns, (double)T_M, 1e-6);
 	cr_assert_float_eq(m.free_c.small_ns, (double)T_F, 1e-6);
@@ -234,7 +234,7 @@ Test(cnn_timing, pool_cost_fitted_from_async_calls)
 	cr_assert_eq(cost_fit_trace(path, NULL, &m, err, sizeof err), 0, "%s", err);
 	cr_assert_eq(m.n_pool, 0);
 	cr_assert_eq(m.n_malloc, STEPS * LAYERS);
-	cr_assert_float_eq(m.hit_ns, 1000, 1e-6);
+	cr_assert_float_eq(m.hit_ns, COST_HIT_NS, 1e-6);
 	unlink(path);
 }
 
