@@ -75,6 +75,22 @@ Test(timing, hit_cost_is_the_measured_one)
 	cr_assert_neq(th_capture("scripts/caching_cost_table.sh no-such-dir", out, sizeof out), 0);
 }
 
+/* caching_requests.sh writes a no-caching capture's tensors as the request
+ * stream caching_cost.cpp replays: one line per a/f record, every free
+ * naming an earlier allocation, once. */
+Test(timing, caching_requests_keep_every_request)
+{
+	char out[256];
+	cr_assert_eq(th_capture("traces/timing/caching_requests.sh build/gpumemsim "
+				"capture/tests/data/resnet18-nocache.trace.gz | awk '"
+				"$1 == \"a\" { if ($2 in a) bad++; a[$2] = 1; na++; next } "
+				"$1 == \"f\" { if (!($2 in a) || ($2 in f)) bad++; f[$2] = 1; nf++; next } "
+				"{ bad++ } END { printf \"%d %d %d\\n\", na, nf, bad }'",
+				out, sizeof out), 0, "%s", out);
+	cr_assert_str_eq(out, "2268 1254 0\n", "allocs, frees, bad lines: %s", out);
+	cr_assert_neq(th_capture("traces/timing/caching_requests.sh build/gpumemsim", out, sizeof out), 0);
+}
+
 Test(timing, table_parse_and_lookup)
 {
 	struct cost_model m;
