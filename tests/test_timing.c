@@ -91,6 +91,16 @@ Test(timing, caching_requests_keep_every_request)
 	cr_assert_neq(th_capture("traces/timing/caching_requests.sh build/gpumemsim", out, sizeof out), 0);
 }
 
+/* The pool's cost by live allocations, as docs/timing.md's table prints it. */
+Test(timing, pool_cost_table_reads_the_shipped_runs)
+{
+	char out[8192];
+	cr_assert_eq(th_capture("scripts/pool_cost_table.sh", out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "| 0 | idle | 0.57 | 0.67 |"), "%s", out);
+	cr_assert(strstr(out, "| 4096 | launch | 1.84 | 2.28 |"), "%s", out);
+	cr_assert_neq(th_capture("scripts/pool_cost_table.sh no-such-dir", out, sizeof out), 0);
+}
+
 Test(timing, table_parse_and_lookup)
 {
 	struct cost_model m;
