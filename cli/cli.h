@@ -56,6 +56,13 @@ int cli_parse_bandwidth(const char *s, double *out);
 /* The change from BEFORE to AFTER in percent of BEFORE (0 when BEFORE is 0). */
 double cli_change_pct(uint64_t after, uint64_t before);
 
+/* run --steps (run_steps.c): the steps of R side by side, their
+ * percentiles from SKIP on and the worst step, as text or as the "steps"
+ * member of run's JSON object. */
+struct json;
+int run_steps_text(const struct sim_result *r, size_t skip);
+void run_steps_json(struct json *j, const struct sim_result *r, size_t skip);
+
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 

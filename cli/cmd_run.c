@@ -33,6 +33,10 @@ struct run_args {
 	enum device_addr_mode mode;
 	uint32_t timeline_points;
 	int json, no_db, quiet;
+	int steps;                      /* --steps: every step, percentiles, the worst */
+	uint64_t steps_skip;            /* --steps-skip N: leave the first N out of them */
+	const char *steps_figure;       /* --steps-figure FILE */
+	const char *steps_figure_data;  /* --steps-figure-data DIR */
 };
 
 static const struct cli_opt run_opts[] = {
@@ -83,6 +87,15 @@ static const struct cli_opt run_opts[] = {
 					 "of the 'a' source, e.g. libc10_cuda); overrides the\n"
 					 "label; implies --foreign device unless policy is given"},
 	{"--xla-requests", "MODE", CLI_XLA_REQUESTS_HELP},
+	{"--steps", NULL, "every step (NVTX \"step N\" ranges or 'x step' records)\n"
+			  "side by side: its peak allocated and reserved, what\n"
+			  "reserved grew by, device calls, time, the NVTX range of\n"
+			  "its peak; the p50/p90/p99/max over the steps and the\n"
+			  "worst step (a run whose shapes vary); with --json, \"steps\""},
+	{"--steps-skip", "N", "leave the first N steps out of the percentiles (warm-up)"},
+	{"--steps-figure", "FILE", "draw each step's peaks and time, the worst named\n"
+				   "(.png or .svg; gnuplot)"},
+	{"--steps-figure-data", "DIR", "keep that figure's gnuplot script and data in DIR"},
 	{"--quiet", NULL, "no progress on stderr"},
 	CLI_OPT_END,
 };
@@ -157,6 +170,25 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			a->xla = (enum sim_xla_mode)m;
 		} else if (!strcmp(o, "--timing")) {
 			a->timing = 1;
+		} else if (!strcmp(o, "--steps")) {
+			a->steps = 1;
+		} else if (!strcmp(o, "--steps-skip")) {
+			char *end;
+			a->steps_skip = strtoull(v, &end, 10);
+			if (!*v || *end || *v == '-') {
+				fprintf(stderr, "gpumemsim run: --steps-skip '%s': expected a number "
+					"of steps\n", v);
+				return EXIT_USAGE;
+			}
+		} else if (!strcmp(o, "--steps-figure")) {
+			if (plot_format_from_path(v) < 0) {
+				fprintf(stderr, "gpumemsim run: --steps-figure %s: the figure's name must "
+					"end in .png or .svg\n", v);
+				return EXIT_USAGE;
+			}
+			a->steps_figure = v;
+		} else if (!strcmp(o, "--steps-figure-data")) {
+			a->steps_figure_data = v;
 		} else if (!strcmp(o, "--json")) {
 			a->json = 1;
 		} else if (!strcmp(o, "--no-db")) {
@@ -186,7 +218,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 }
 
 static void print_json(const struct sim_result *r, const struct cost_model *cm,
-		       const struct timing_calibration *cal,
+		       const struct timing_calibration *cal, const struct run_args *a,
 		       int has_id, int64_t run_id)
 {
 	struct json j;
@@ -377,6 +409,8 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 		json_end_array(&j);
 	}
 	json_end_array(&j);
+	if (a->steps)
+		run_steps_json(&j, r, (size_t)a->steps_skip);
 	json_key(&j, "run_id");
 	if (has_id)
 		json_i64(&j, run_id);
@@ -602,9 +636,16 @@ int cmd_run(int argc, char **argv)
 		db_created = 0; /* it holds a run now */
 	}
 	if (a.json)
-		print_json(&res, a.timing ? &cm : NULL, &cal, has_id, run_id);
+		print_json(&res, a.timing ? &cm : NULL, &cal, &a, has_id, run_id);
 	else
 		print_text(&res, &cal, has_id, run_id, a.db);
+	if (a.steps && !a.json)
+		run_steps_text(&res, (size_t)a.steps_skip);
+	if (a.steps_figure && plot_steps(&res, (size_t)a.steps_skip, a.steps_figure,
+					  a.steps_figure_data, err, sizeof err) < 0) {
+		fprintf(stderr, "gpumemsim run: --steps-figure %s: %s\n", a.steps_figure, err);
+		goto out;
+	}
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "gpumemsim run: writing the output failed\n");
 		goto out;

@@ -35,7 +35,8 @@
 #include "plot_int.h"
 
 static const char *const kind_names[PLOT_KIND_COUNT] = {"timeline", "batch", "frag", "compare",
-							 "pareto", "live", "regions", "compile"};
+							 "pareto", "live", "regions", "compile",
+							 "steps"};
 
 int plot_kind_from_name(const char *name)
 {
@@ -277,6 +278,11 @@ int plot_make(struct store *s, const struct plot_request *req, char *err, size_t
 	if (req->kind == PLOT_COMPILE) {
 		snprintf(err, errlen, "the compile figure is drawn from replays, not the database: "
 			 "gpumemsim whatif compile TRACE --figure FILE");
+		return -1;
+	}
+	if (req->kind == PLOT_STEPS) {
+		snprintf(err, errlen, "the steps figure is drawn from a replay, not the database: "
+			 "gpumemsim run TRACE --policy NAME --steps-figure FILE");
 		return -1;
 	}
 	if (plot_format_from_path(req->out) < 0) {

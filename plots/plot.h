@@ -28,6 +28,8 @@ enum plot_kind {
 			    * --figure; not from the database) */
 	PLOT_COMPILE,      /* eager and compiled memory over the steps (whatif compile
 			    * --figure; not from the database) */
+	PLOT_STEPS,        /* each step's peaks and time, the worst labelled (run
+			    * --steps-figure; not from the database) */
 	PLOT_KIND_COUNT
 };
 
@@ -121,5 +123,12 @@ int plot_regions(const struct explain_result *r, const char *policy, const char 
 struct compile_report;
 int plot_compile(const struct compile_report *rep, const char *trace, const char *out,
 		 const char *data_dir, char *err, size_t errlen);
+
+/* plot_steps.c: the figure of `run --steps-figure OUT`: per step of R
+ * (steps from SKIP on), its peak allocated and peak reserved as bars and
+ * its time on the right axis, the worst step (sim/steps.h) named with
+ * where its peak was. 0, or -1 with ERR (no steps: -1). */
+int plot_steps(const struct sim_result *r, size_t skip, const char *out, const char *data_dir,
+	       char *err, size_t errlen);
 
 #endif /* PLOTS_PLOT_H */

@@ -145,6 +145,17 @@ static void note_level(struct engine *e, uint64_t t, uint64_t line)
 	if (e->requested > r->peak_requested)
 		r->peak_requested = e->requested;
 	uint64_t res = device_reserved(e->dev);
+	if (e->step_open) {
+		struct sim_step_mem *m = &e->step_cur;
+		if (e->allocated > m->peak_allocated) {
+			m->peak_allocated = e->allocated;
+			e->step_peak_ctx = e->cur_ctx;
+		}
+		if (e->requested > m->peak_requested)
+			m->peak_requested = e->requested;
+		if (res > m->peak_reserved)
+			m->peak_reserved = res;
+	}
 	if (res > e->peak_res_seen) {
 		e->peak_res_seen = res;
 		e->peak_res_t = t - e->t0;
@@ -264,15 +275,34 @@ static void note_uncaptured(struct engine *e, const struct eng_rec *er)
 	r->uncaptured_step_ns[r->nuncaptured_steps++] = rec->end - rec->start;
 }
 
+/* The device calls made so far: allocations and maps, frees and unmaps. */
+static void device_calls(struct engine *e, uint64_t *allocs, uint64_t *frees)
+{
+	struct device_counters c;
+	device_get_counters(e->dev, &c);
+	*allocs = c.mallocs + c.maps;
+	*frees = c.frees + c.unmaps;
+}
+
 static void step_push(struct engine *e, uint64_t dur)
 {
 	struct sim_result *r = e->res;
 	if (VEC_RESERVE(r->step_ns, e->steps_cap, r->nsteps + 1, 64) < 0 ||
-	    VEC_RESERVE(r->step_gpu_ns, e->steps_gpu_cap, r->nsteps + 1, 64) < 0)
+	    VEC_RESERVE(r->step_gpu_ns, e->steps_gpu_cap, r->nsteps + 1, 64) < 0 ||
+	    VEC_RESERVE(r->step_mem, e->steps_mem_cap, r->nsteps + 1, 64) < 0)
 		return; /* the step is not counted */
 	/* work queued in a step is done by its end (step_close waits for
 	 * the GPU), so what the step added to the busy sum is its own */
 	r->step_gpu_ns[r->nsteps] = e->gpu_busy - e->step_busy_begin;
+	struct sim_step_mem *m = &e->step_cur;
+	uint64_t a, f;
+	device_calls(e, &a, &f);
+	m->device_allocs = a - m->device_allocs; /* they held the counts at its start */
+	m->device_frees = f - m->device_frees;
+	m->reserved_end = device_reserved(e->dev);
+	const char *at = e->step_peak_ctx < e->nctx ? e->ctxs[e->step_peak_ctx].name : NULL;
+	snprintf(m->at, sizeof m->at, "%s", at ? at : "");
+	r->step_mem[r->nsteps] = *m;
 	r->step_ns[r->nsteps++] = dur;
 }
 
@@ -284,13 +314,26 @@ void step_close(struct engine *e, uint64_t t)
 	step_push(e, t > e->step_begin ? t - e->step_begin : 0);
 }
 
-static void step_start(struct engine *e, uint64_t t)
+/* A step begins at T; NAME is its range's, or NULL ('x step' N). */
+static void step_start(struct engine *e, uint64_t t, const char *name, uint64_t n)
 {
 	step_close(e, t);
 	e->step_open = 1;
 	e->step_begin = t;
 	e->step_busy_begin = e->gpu_busy;
 	e->step_serial++;
+	struct sim_step_mem *m = &e->step_cur;
+	memset(m, 0, sizeof *m);
+	if (name)
+		snprintf(m->name, sizeof m->name, "%s", name);
+	else
+		snprintf(m->name, sizeof m->name, "step %" PRIu64, n);
+	m->t = t > e->t0 ? t - e->t0 : 0;
+	m->peak_allocated = e->allocated;
+	m->peak_requested = e->requested;
+	m->peak_reserved = m->reserved_start = device_reserved(e->dev);
+	device_calls(e, &m->device_allocs, &m->device_frees);
+	e->step_peak_ctx = e->cur_ctx;
 }
 
 int is_step_name(const char *n)
@@ -346,7 +389,7 @@ static void on_range(struct engine *e, const struct eng_rec *er, uint64_t now)
 	const char *name = er->rname;
 	int step = is_step_name(name) && !e->x_steps;
 	if (step) {
-		step_start(e, now);
+		step_start(e, now, name, 0);
 		if (e->pol->control) {
 			device_set_time(e->dev, now);
 			e->pol->control(e->st, POLICY_CTL_STEP, e->res->nsteps + 1);
@@ -781,7 +824,7 @@ static void on_control(struct engine *e, const struct trace_rec *rec, uint64_t n
 			e->step_open = 0;
 			e->res->nsteps = 0;
 		}
-		step_start(e, now);
+		step_start(e, now, NULL, c->bytes);
 		if (!e->seen_step) {
 			e->seen_step = 1;
 			nv_refresh(e);
@@ -1160,6 +1203,7 @@ void sim_result_free(struct sim_result *res)
 	free(res->events);
 	free(res->step_ns);
 	free(res->step_gpu_ns);
+	free(res->step_mem);
 	free(res->uncaptured_step_ns);
 	free(res->peak_live);
 	free(res->ranges);

@@ -157,6 +157,21 @@ struct sim_foreign_lib {
 	uint64_t at_oom;        /* live at the first OOM */
 };
 
+/* One step's memory (users' question 10: the worst step of a run whose
+ * shapes vary), parallel to sim_result.step_ns. */
+struct sim_step_mem {
+	char name[48];                  /* its NVTX range ("step 3"), or "step N" for 'x step' */
+	uint64_t t;                     /* start, ns since the first record (simulated) */
+	uint64_t peak_allocated;        /* the most block bytes live in the step */
+	uint64_t peak_requested;
+	uint64_t peak_reserved;         /* the most the policy reserved in the step */
+	uint64_t reserved_start;        /* reserved when it started */
+	uint64_t reserved_end;          /* and when it ended */
+	uint64_t device_allocs, device_frees; /* device calls the policy made in it */
+	char at[96];                    /* innermost NVTX range when its peak allocated
+					 * was reached ("" outside any range) */
+};
+
 struct sim_result {
 	/* identity */
 	char *trace_path;
@@ -209,6 +224,7 @@ struct sim_result {
 	uint64_t *step_ns;              /* every step's simulated time */
 	uint64_t *step_gpu_ns;          /* and the GPU's busy time in it (work on
 					 * any stream, overlaps counted once) */
+	struct sim_step_mem *step_mem;  /* and its memory (NULL in a sweep's results) */
 	size_t nsteps;
 	double gpu_busy_fraction;       /* GPU busy over step time, the steps of
 					 * step_time_ns; 0 = no steps */

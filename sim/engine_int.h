@@ -186,7 +186,9 @@ struct engine {
 	int step_open;
 	uint64_t step_begin;
 	uint64_t step_serial;         /* steps opened so far: the open one's number */
-	size_t steps_cap, steps_gpu_cap, uncaptured_cap;
+	size_t steps_cap, steps_gpu_cap, uncaptured_cap, steps_mem_cap;
+	struct sim_step_mem step_cur; /* the open step's memory so far */
+	uint32_t step_peak_ctx;       /* innermost range at its peak allocated */
 
 	/* NVTX context for live-at-peak and the stored ranges */
 	struct nv_open nvo[MAX_NV_OPEN];

@@ -11,7 +11,8 @@
 #   torch-MODEL-bBATCH.capture.json   step times of that run
 #   MODEL-bBATCH-CONF.trace.gz/.json  allocator trace + memory_stats (caching on),
 #                                     the layout of shared/data/torch-allocator-truth
-# Environment: STEPS (5), WARMUP (2), IMG (224), PYTHON (python3),
+# Environment: STEPS (5), WARMUP (2), IMG (224), IMG_SIZES (none: every step
+#   IMG; a list such as 160,224,320: each step the next size), PYTHON (python3),
 #   GPUMEMSIM (build/gpumemsim), PYTORCH_CUDA_ALLOC_CONF and FRACTION (1.0)
 #   for the truth run only, SKIP_CAPTURE=1 / SKIP_TRUTH=1 to run one half.
 set -euo pipefail
@@ -32,6 +33,8 @@ steps=${STEPS:-5} warmup=${WARMUP:-2} img=${IMG:-224} fraction=${FRACTION:-1.0}
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
 common=(--model "$model" --batch "$batch" --img "$img" --steps "$steps" --warmup "$warmup")
+# multi-scale training: IMG_SIZES=160,224,320 gives each step its own input size
+if [ -n "${IMG_SIZES:-}" ]; then common+=(--img-sizes "$IMG_SIZES"); fi
 capjson=$outdir/torch-$model-b$batch.capture.json
 
 if [ "${SKIP_CAPTURE:-0}" != 1 ]; then

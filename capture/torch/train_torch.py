@@ -112,14 +112,24 @@ def train(args, nvtx, on_step=None):
     # took from this guest (steal) during the step. These hosts run at two
     # speeds that come and go (docs/timing.md, "Fast and slow host periods")
     probe_us, steal_ms = [], []
+    # each step's own peaks as the caching allocator counts them (reset
+    # before the step, outside the timed part; host-side counters only):
+    # the real per-step figures `gpumemsim steps` is compared with
+    peak_alloc, peak_res = [], []
+    run_peaks = {}   # the whole run's peaks, kept across the resets
     oom = False
     try:
         for step in range(args.steps):
             torch.cuda.synchronize()
+            keep_peaks(run_peaks)
+            torch.cuda.reset_peak_memory_stats()
             steal0 = steal_jiffies()
             t0 = time.perf_counter()
             nvtx_push("step %d" % step, nvtx)
-            x = torch.randn(args.batch, 3, args.img, args.img, device=dev)
+            # multi-scale training (--img-sizes): each step its own input
+            # size, in turn; else every step --img
+            img = args.img_sizes[step % len(args.img_sizes)] if args.img_sizes else args.img
+            x = torch.randn(args.batch, 3, img, img, device=dev)
             y = torch.randint(0, args.classes, (args.batch,), device=dev)
             nvtx_push("forward", nvtx)
             out = model(x)
@@ -138,6 +148,8 @@ def train(args, nvtx, on_step=None):
             torch.cuda.synchronize()
             nvtx_pop(nvtx)
             step_s.append(time.perf_counter() - t0)
+            peak_alloc.append(torch.cuda.max_memory_allocated())
+            peak_res.append(torch.cuda.max_memory_reserved())
             steal_ms.append(jiffies_ms(steal_jiffies() - steal0))
             probe_us.append(host_probe_us(iters=20000, runs=3))
             print("train_torch: %s step %d %.1f ms%s" % (
@@ -149,8 +161,19 @@ def train(args, nvtx, on_step=None):
         oom = True
         print("train_torch: out of memory at step %d: %s" % (len(step_s), str(e).splitlines()[0]),
               file=sys.stderr)
-    return step_s, oom, {"host_s": host_s, "fwd_host_s": fwd_host_s,
-                         "step_probe_us": probe_us, "step_steal_ms": steal_ms}
+    keep_peaks(run_peaks)
+    return step_s, oom, {"host_s": host_s, "fwd_host_s": fwd_host_s, "run_peaks": run_peaks,
+                         "step_probe_us": probe_us, "step_steal_ms": steal_ms,
+                         "step_peak_allocated": peak_alloc, "step_peak_reserved": peak_res}
+
+
+def keep_peaks(keep):
+    """Fold the allocator's current peak counters (every "*.peak" of
+    memory_stats) into KEEP, before a per-step reset drops them: KEEP ends
+    with the whole run's peaks, as memory_stats would give without resets."""
+    for k, v in torch.cuda.memory_stats().items():
+        if k.endswith(".peak") and v > keep.get(k, -1):
+            keep[k] = v
 
 
 def host_probe_us(iters=200000, runs=5):
@@ -217,7 +240,7 @@ def run_capture(args):
     probe = [host_probe_us()]
     step_s, oom, host = train(args, nvtx=True)
     probe.append(host_probe_us())
-    info = {"model": args.model, "batch": args.batch, "img": args.img,
+    info = {"model": args.model, "batch": args.batch, "img": args.img, "img_sizes": args.img_sizes,
             "conf": "no_caching" if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
             else (os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "default"),
             "fraction": args.fraction, "oom": oom, "warmup": args.warmup,
@@ -304,7 +327,7 @@ def run_truth(args):
     except TypeError:
         torch.cuda.memory._record_memory_history(max_entries=2_000_000)
     watch = MapsWatch() if args.maps else None
-    step_s, oom, _ = train(args, nvtx=False)
+    step_s, oom, host = train(args, nvtx=False)
     if watch:
         watch.stop(args.maps)
     snap = torch.cuda.memory._snapshot()
@@ -312,15 +335,22 @@ def run_truth(args):
     traces = snap.get("device_traces", [[]])
     entries = traces[0] if traces else []
     stats = torch.cuda.memory_stats()
+    # the run's peaks: train() resets them at every step for the per-step
+    # figures and keeps the run's own in run_peaks
+    for k, v in host["run_peaks"].items():
+        if v > stats.get(k, -1):
+            stats[k] = v
     sub = {k: stats[k] for k in sorted(stats)
            if k.startswith(STAT_PREFIXES) or k in STAT_KEYS}
     free, total = torch.cuda.mem_get_info()
     name = "%s-b%d-%s" % (args.model, args.batch, conf_name(conf, args.fraction))
     base = os.path.join(args.outdir, name)
-    info = {"model": args.model, "batch": args.batch, "img": args.img,
+    info = {"model": args.model, "batch": args.batch, "img": args.img, "img_sizes": args.img_sizes,
             "conf": conf or "default", "fraction": args.fraction,
             "total_memory": torch.cuda.get_device_properties(0).total_memory,
             "oom": oom, "step_s": step_s, "stats": sub,
+            "step_peak_allocated": host["step_peak_allocated"],
+            "step_peak_reserved": host["step_peak_reserved"],
             "device_used": total - free}
     info.update(versions())
     info["warmup"] = args.warmup
@@ -387,7 +417,7 @@ def run_profile(args):
     if not written:
         print("train_torch: the profiler wrote no trace", file=sys.stderr)
         return 1
-    info = {"model": args.model, "batch": args.batch, "img": args.img, "oom": oom,
+    info = {"model": args.model, "batch": args.batch, "img": args.img, "img_sizes": args.img_sizes, "oom": oom,
             "warmup": args.warmup, "step_s": step_s,
             "mean_step_s": mean_after_warmup(step_s, args.warmup),
             "profile": args.out, "profile_bytes": os.path.getsize(args.out)}
@@ -422,6 +452,9 @@ def main():
     p.add_argument("--model", default="resnet18")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--img", type=int, default=224)
+    p.add_argument("--img-sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                   help="multi-scale training: step k uses the k-th of these input sizes "
+                        "(cycled), e.g. 160,224,320; the steps' shapes vary")
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--steps", type=int, default=5, help="steps in all (default 5)")
     p.add_argument("--warmup", type=int, default=2,
@@ -451,6 +484,8 @@ def main():
         p.error("--mode %s needs --out PATH" % args.mode)
     if args.batch < 1 or args.steps < 1 or args.img < 32 or not 0 < args.fraction <= 1:
         p.error("need --batch >= 1, --steps >= 1, --img >= 32, 0 < --fraction <= 1")
+    if args.img_sizes is not None and (not args.img_sizes or min(args.img_sizes) < 32):
+        p.error("need --img-sizes of sizes >= 32")
     if not hasattr(torchvision.models, args.model):
         p.error("unknown torchvision model %s" % args.model)
     if not torch.cuda.is_available():
