@@ -34,7 +34,7 @@ int plot_steps(const struct sim_result *r, size_t skip, const char *out, const c
 	if (!d)
 		goto end;
 	fputs("# step index, name, peak allocated (GiB), peak reserved (GiB), time (ms)\n", d);
-	double top = 0;
+	double top = 0, ttop = s.time_ns[SIM_PMAX] / 1e6;
 	for (size_t i = s.from; i < s.from + s.n; i++) {
 		const struct sim_step_mem *m = &r->step_mem[i];
 		fprintf(d, "%zu \"%s\" %.6f %.6f %.3f\n", i - s.from, m->name, gib(m->peak_allocated),
@@ -57,11 +57,11 @@ int plot_steps(const struct sim_result *r, size_t skip, const char *out, const c
 	fputs("set title ", gp);
 	gp_str(gp, title);
 	fprintf(gp, "\nset ylabel 'GiB'\nset y2label 'step time (ms%s)'\nset ytics nomirror\n"
-		"set y2tics\nset yrange [0:%.4f]\nset y2range [0:*]\nset xlabel 'step'\n"
+		"set y2tics\nset yrange [0:%.4f]\nset y2range [0:%.4f]\nset xlabel 'step'\n"
 		"set style data histogram\nset style histogram clustered gap 1\n"
 		"set style fill solid 0.6 border -1\nset boxwidth 0.9\nset key top left\n"
 		"set xtics rotate by -45\n",
-		r->timed ? ", predicted" : ", replayed", top * 1.35 + 0.01);
+		r->timed ? ", predicted" : ", replayed", top * 1.35 + 0.01, ttop * 1.35 + 0.001);
 	fprintf(gp, "set arrow 1 from graph 0, first %.6f to graph 1, first %.6f nohead dt 2 lw 1 "
 		"lc rgb '#555555'\n", gib(s.allocated[SIM_P50]), gib(s.allocated[SIM_P50]));
 	snprintf(label, sizeof label, "worst: %s, %s allocated%s%s", w->name,

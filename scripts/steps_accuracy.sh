@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # steps_accuracy.sh: each step's peaks from a capture's replay against the
 # real caching allocator's own per-step peaks (users' question 10, `run
-# --steps`; docs/whatif.md, "Every step of a run whose shapes vary").
+# --steps`; docs/steps.md).
 #
 #   scripts/steps_accuracy.sh [GPUMEMSIM] [DIR]   (build/gpumemsim, traces/torch/multiscale)
 #
