@@ -34,6 +34,7 @@ int cmd_whatif(int argc, char **argv);    /* whatif batch --from T1 T2 --batch N
 int cmd_maxbatch(int argc, char **argv);  /* maxbatch --from T1 T2 --policy P --capacity C */
 int cmd_explain(int argc, char **argv);   /* explain batch T1 T2 ...: why peak moves with batch */
 int cmd_fuse(int argc, char **argv);      /* fuse TRACE --rules FILE -o OUT: kernel-fusion what-if */
+int cmd_diff(int argc, char **argv);      /* diff A B: what changed between two runs */
 
 
 

@@ -30,6 +30,7 @@ static const struct command commands[] = {
 	{"maxbatch", cmd_maxbatch, "largest batch whose simulated peak fits, and why the next fails"},
 	{"explain", cmd_explain, "why peak memory moves with batch size: a table of causes (explain batch)"},
 	{"fuse", cmd_fuse, "fuse kernel chains by rules: predicted change in peak and kernel time"},
+	{"diff", cmd_diff, "what changed between two runs: peaks by kind and by layer, side by side"},
 	{NULL, NULL, NULL},
 };
 

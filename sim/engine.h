@@ -72,6 +72,9 @@ struct sim_options {
 	const char *allocator_source;   /* overrides the label's SUBSTR; may be NULL */
 	int peak_items;                 /* also list every allocation live at the peak
 					 * (sim_result.peak_item; `explain batch`) */
+	size_t peak_layers;             /* layers kept by name in peak_live; 0 =
+					 * SIM_PEAK_LAYERS, the rest merged (`diff`
+					 * keeps them all: SIZE_MAX) */
 	struct sim_decisions *decisions;/* optional: log the policy's growth/release
 					 * decisions here (sim/decisions.h), when it
 					 * reports them; NULL = off */

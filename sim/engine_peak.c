@@ -325,15 +325,16 @@ void pk_finish(struct engine *e)
 	while (nly && !ly[nly - 1].total)
 		nly--;
 	/* layers past the kept ones fold into one */
-	if (nly > SIM_PEAK_LAYERS) {
-		struct pk_layer *o = &ly[SIM_PEAK_LAYERS];
-		for (size_t j = SIM_PEAK_LAYERS + 1; j < nly; j++)
+	size_t keep = e->o->peak_layers ? e->o->peak_layers : SIM_PEAK_LAYERS;
+	if (nly > keep) {
+		struct pk_layer *o = &ly[keep];
+		for (size_t j = keep + 1; j < nly; j++)
 			for (int k = 0; k < SIM_LK_COUNT; k++) {
 				o->bytes[k] += ly[j].bytes[k];
 				o->n[k] += ly[j].n[k];
 			}
 		o->name = "(other layers)";
-		nly = SIM_PEAK_LAYERS + 1;
+		nly = keep + 1;
 	}
 	size_t top = n < SIM_PEAK_TOP ? n : SIM_PEAK_TOP, nrow = top + nly * SIM_LK_COUNT + 1;
 	/* the items, when asked for, sit after the rows in the same block, so
