@@ -51,16 +51,23 @@ int run_steps_text(const struct sim_result *r, size_t skip)
 	printf("\n%-12s %10s %12s %15s %15s %15s %9s  %s\n", "step", "start (ms)",
 	       r->timed ? "time (ms)" : "replayed (ms)", "peak allocated", "peak reserved",
 	       "reserved change", "dev a/f", "peak allocated at");
+	size_t late = 0;
 	for (size_t i = 0; i < r->nsteps; i++) {
 		const struct sim_step_mem *m = &r->step_mem[i];
 		char calls[32];
 		snprintf(calls, sizeof calls, "%" PRIu64 "/%" PRIu64, m->device_allocs, m->device_frees);
-		printf("%-12s %10.3f %12.3f %15s %15s %15s %9s  %s%s\n", m->name, m->t / 1e6,
+		printf("%-12s %10.3f %12.3f %15s %15s %15s %9s  %s%s%s\n", m->name, m->t / 1e6,
 		       r->step_ns[i] / 1e6, size_fmt(m->peak_allocated, b1, sizeof b1),
 		       size_fmt(m->peak_reserved, b2, sizeof b2),
 		       signed_size(m->reserved_end, m->reserved_start, b3, sizeof b3), calls,
-		       m->at[0] ? m->at : "(no range)", i < skip ? "  (skipped)" : "");
+		       m->at[0] ? m->at : "(no range)", i < skip ? "  (skipped)" : "",
+		       m->late ? "  (late: see below)" : "");
+		late += m->late;
 	}
+	if (late)
+		printf("late: the step's NVTX range was recorded late (a nested range began before it\n"
+		       "      with none open: a capture clamps a range that outlasts its reorder hold,\n"
+		       "      capture/README.md); what the step did before it is not in its figures\n");
 	printf("\npercentiles over %zu step(s)%s\n  %-16s", s.n, skip ? " (the first skipped)" : "",
 	       "");
 	for (int k = 0; k < SIM_NPCT; k++)
@@ -113,6 +120,7 @@ void run_steps_json(struct json *j, const struct sim_result *r, size_t skip)
 		json_kv_u64(j, "device_allocs", m->device_allocs);
 		json_kv_u64(j, "device_frees", m->device_frees);
 		json_kv_string(j, "peak_at", m->at);
+		json_kv_bool(j, "late", m->late);
 		json_end_object(j);
 	}
 	json_end_array(j);

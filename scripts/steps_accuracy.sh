@@ -10,8 +10,9 @@
 # step_peak_reserved, torch.cuda.max_memory_* with the peaks reset before
 # every step). Each capture is replayed under pytorch (synthetic addresses,
 # as every what-if is); per step: real and predicted peak allocated and
-# reserved and their relative errors; then the summary. Prints Markdown;
-# deterministic. Needs jq.
+# reserved and their relative errors ("(late)": the step's range was
+# recorded late, `run --steps` says why); then the summary, with and
+# without those steps. Prints Markdown; deterministic. Needs jq.
 set -eu -o pipefail
 G=${1:-build/gpumemsim}
 D=${2:-traces/torch/multiscale}
@@ -37,13 +38,14 @@ for t in "$D"/torch-*.trace.gz; do
 		.steps.each | to_entries[] | .key as $i | .value as $s |
 		($t.step_peak_allocated[$i]) as $ra | ($t.step_peak_reserved[$i]) as $rr |
 		($t.img_sizes // [$t.img]) as $sz |
-		"| \($n | split("-b")[0]) | \($n | split("-b")[1]) | \($s.name) | \($sz[$i % ($sz | length)]) | \($ra | gib) | \($s.peak_allocated | gib) | \(err($s.peak_allocated; $ra)) | \($rr | gib) | \($s.peak_reserved | gib) | \(err($s.peak_reserved; $rr)) | \($s.peak_at) |"' \
+		"| \($n | split("-b")[0]) | \($n | split("-b")[1]) | \($s.name)\(if $s.late then " (late)" else "" end) | \($sz[$i % ($sz | length)]) | \($ra | gib) | \($s.peak_allocated | gib) | \(err($s.peak_allocated; $ra)) | \($rr | gib) | \($s.peak_reserved | gib) | \(err($s.peak_reserved; $rr)) | \($s.peak_at) |"' \
 		"$tmp/steps.json"
 done | tee "$tmp/rows"
 awk -F'|' '
 function abs(x) { return x < 0 ? -x : x }
 { a = $8; r = $11; gsub(/[ %]/, "", a); gsub(/[ %]/, "", r)
-  if (a != "-") { ea[++na] = abs(a + 0) } if (r != "-") { er[++nr] = abs(r + 0) } }
+  if (a != "-") { ea[++na] = abs(a + 0) } if (r != "-") { er[++nr] = abs(r + 0) }
+  if ($4 !~ /late/) { if (a != "-") { oa[++noa] = abs(a + 0) } if (r != "-") { orr[++nor] = abs(r + 0) } } }
 function med(v, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
 	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
 END {
@@ -51,4 +53,8 @@ END {
 	ma = med(ea, na); xa = ea[na]; mr = med(er, nr); xr = er[nr]
 	printf "\nper-step peak allocated: %d steps, |error| median %.1f%%, max %.1f%%\n", na, ma, xa
 	printf "per-step peak reserved: %d steps, |error| median %.1f%%, max %.1f%%\n", nr, mr, xr
+	if (noa < na) {
+		ma = med(oa, noa); xa = oa[noa]; mr = med(orr, nor); xr = orr[nor]
+		printf "without the %d step(s) whose range was recorded late: peak allocated |error| median %.1f%%, max %.1f%%; reserved median %.1f%%, max %.1f%% (%d steps)\n", na - noa, ma, xa, mr, xr, noa
+	}
 }' "$tmp/rows"

@@ -334,6 +334,8 @@ static void step_start(struct engine *e, uint64_t t, const char *name, uint64_t 
 	m->peak_reserved = m->reserved_start = device_reserved(e->dev);
 	device_calls(e, &m->device_allocs, &m->device_frees);
 	e->step_peak_ctx = e->cur_ctx;
+	m->late = name && e->range_orphan;
+	e->range_orphan = 0;
 }
 
 int is_step_name(const char *n)

@@ -173,6 +173,11 @@ struct sim_step_mem {
 	uint64_t device_allocs, device_frees; /* device calls the policy made in it */
 	char at[96];                    /* innermost NVTX range when its peak allocated
 					 * was reached ("" outside any range) */
+	int late;                       /* its range was recorded late: a nested range
+					 * began before it with no range open (a capture
+					 * clamps a range that outlasts its reorder hold,
+					 * capture/README.md), so the step's start, and
+					 * what happened before it, is missing */
 };
 
 struct sim_result {

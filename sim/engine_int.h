@@ -189,6 +189,8 @@ struct engine {
 	size_t steps_cap, steps_gpu_cap, uncaptured_cap, steps_mem_cap;
 	struct sim_step_mem step_cur; /* the open step's memory so far */
 	uint32_t step_peak_ctx;       /* innermost range at its peak allocated */
+	int range_orphan;             /* a nested range began with none open since
+				       * the last step began (sim_step_mem.late) */
 
 	/* NVTX context for live-at-peak and the stored ranges */
 	struct nv_open nvo[MAX_NV_OPEN];

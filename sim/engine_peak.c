@@ -146,6 +146,8 @@ void nv_push(struct engine *e, const struct eng_rec *er, uint64_t now)
 		ph = e->ctxs[e->nvo[e->nnvo - 1].ctx].phase & 7u;
 	if (!e->seen_step)
 		ph |= PH_PRESTEP;
+	if (rec->u.range.depth >= 1 && !e->nnvo)
+		e->range_orphan = 1; /* its parent's record came late */
 	if (e->nnvo == MAX_NV_OPEN)
 		return; /* deeper nesting keeps its parent's context */
 	struct nv_open *o = &e->nvo[e->nnvo++];
