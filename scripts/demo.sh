@@ -6,12 +6,12 @@
 # report (report.html, report.md, runs.csv) with its figures.
 #
 # GPUMEMSIM=PATH runs another build (default ./build/gpumemsim); DEMO_OUT=DIR
-# writes elsewhere (default out/demo).
+# writes elsewhere (default out/demo). `scripts/demo.sh --list` prints the
+# traces it would sweep and stops (a test checks each is a gpumemsim trace).
 set -eu
 cd "$(dirname "$0")/.."
 bin=${GPUMEMSIM:-./build/gpumemsim}
 out=${DEMO_OUT:-out/demo}
-mkdir -p "$out"
 db=$out/results.db
 
 # What the report compares: the batch sweeps, one capture per workload,
@@ -29,12 +29,20 @@ db=$out/results.db
 # - traces/torch/quiet*, traces/torch/samehost*, traces/cnn/timing: step-time
 #   validation captures (docs/timing.md, docs/fusion.md) that repeat batch
 #   sizes of traces/torch and traces/cnn; two traces of one workload, model
-#   and batch would make two points at one batch in a group.
+#   and batch would make two points at one batch in a group;
+# - traces/torch/multiscale: multi-scale training, each step its own input
+#   size (`run --steps`, docs/steps.md), not one batch's point; its truth/
+#   is an allocator's record as above.
 traces=$(find traces/cnn traces/jax traces/torch traces/torch-truth \
 	\( -path traces/torch/truth -o -path traces/jax/truth -o -path traces/jax/cnn/truth \
 	   -o -path traces/jax/async -o -path 'traces/torch/quiet*' -o -path 'traces/torch/samehost*' \
-	   -o -path traces/cnn/timing \) -prune \
+	   -o -path traces/cnn/timing -o -path traces/torch/multiscale \) -prune \
 	-o \( -name '*.trace.gz' -o -name '*.trace' \) -print | sort)
+if [ "${1:-}" = --list ]; then
+	printf '%s\n' $traces
+	exit 0
+fi
+mkdir -p "$out"
 # PyTorch's knobs, TensorFlow/JAX BFC, the CUDA pool, the references and the
 # offline floor. GC acts only under a memory fraction (here 5% of 140 GiB).
 # --timing: predicted step times (the cost in time of each setting) where

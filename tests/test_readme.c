@@ -38,6 +38,20 @@ Test(readme, a_failing_command_fails_the_check)
 	unlink(path);
 }
 
+/* make demo sweeps what scripts/demo.sh --list names: every one a
+ * gpumemsim trace (a folder of another format under traces/ must be left
+ * out there, or the demo fails at its first line). */
+Test(readme, demo_sweeps_only_gpumemsim_traces)
+{
+	char out[256];
+	cr_assert_eq(th_capture("sh scripts/demo.sh --list | while read -r f; do "
+				"case $f in *.gz) l=$(gzip -dc \"$f\" | head -n 1) ;; *) l=$(head -n 1 \"$f\") ;; "
+				"esac; [ \"$l\" = 'gpumemsim-trace 1' ] || echo \"not a trace: $f\"; done; "
+				"sh scripts/demo.sh --list | wc -l", out, sizeof out), 0, "%s", out);
+	cr_assert_null(strstr(out, "not a trace"), "%s", out);
+	cr_assert_gt(atoi(out), 50, "%s", out);
+}
+
 /* The manual page `make install` writes is made from the --help texts: it
  * has every command's section, and man renders it where man is installed. */
 Test(readme, manual_page_from_help)
