@@ -68,8 +68,10 @@ int run_steps_text(const struct sim_result *r, size_t skip)
 		printf("late: the step's NVTX range was recorded late (a nested range began before it\n"
 		       "      with none open: a capture clamps a range that outlasts its reorder hold,\n"
 		       "      capture/README.md); what the step did before it is not in its figures\n");
-	printf("\npercentiles over %zu step(s)%s\n  %-16s", s.n, skip ? " (the first skipped)" : "",
-	       "");
+	if (skip)
+		printf("\npercentiles over %zu step(s), the first %zu left out\n  %-16s", s.n, skip, "");
+	else
+		printf("\npercentiles over %zu step(s)\n  %-16s", s.n, "");
 	for (int k = 0; k < SIM_NPCT; k++)
 		printf(" %15s", pct_name[k]);
 	putchar('\n');
