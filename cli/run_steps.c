@@ -67,7 +67,8 @@ int run_steps_text(const struct sim_result *r, size_t skip)
 	if (late)
 		printf("late: the step's NVTX range was recorded late (a nested range began before it\n"
 		       "      with none open: a capture clamps a range that outlasts its reorder hold,\n"
-		       "      capture/README.md); what the step did before it is not in its figures\n");
+		       "      capture/README.md); its memory is counted from that nested range on, its\n"
+		       "      time is still its range's\n");
 	if (skip)
 		printf("\npercentiles over %zu step(s), the first %zu left out\n  %-16s", s.n, skip, "");
 	else

@@ -145,11 +145,11 @@ static void note_level(struct engine *e, uint64_t t, uint64_t line)
 	if (e->requested > r->peak_requested)
 		r->peak_requested = e->requested;
 	uint64_t res = device_reserved(e->dev);
-	if (e->step_open) {
-		struct sim_step_mem *m = &e->step_cur;
+	if (e->step_open || e->range_orphan) {
+		struct sim_step_mem *m = e->step_open ? &e->step_cur : &e->orphan_mem;
 		if (e->allocated > m->peak_allocated) {
 			m->peak_allocated = e->allocated;
-			e->step_peak_ctx = e->cur_ctx;
+			*(e->step_open ? &e->step_peak_ctx : &e->orphan_peak_ctx) = e->cur_ctx;
 		}
 		if (e->requested > m->peak_requested)
 			m->peak_requested = e->requested;
@@ -314,7 +314,31 @@ void step_close(struct engine *e, uint64_t t)
 	step_push(e, t > e->step_begin ? t - e->step_begin : 0);
 }
 
-/* A step begins at T; NAME is its range's, or NULL ('x step' N). */
+/* M starts at T from the levels now: its peaks, reserved and the device
+ * calls so far (step_push turns those into the step's own). */
+static void step_mem_begin(struct engine *e, struct sim_step_mem *m, uint64_t t)
+{
+	memset(m, 0, sizeof *m);
+	m->t = t > e->t0 ? t - e->t0 : 0;
+	m->peak_allocated = e->allocated;
+	m->peak_requested = e->requested;
+	m->peak_reserved = m->reserved_start = device_reserved(e->dev);
+	device_calls(e, &m->device_allocs, &m->device_frees);
+}
+
+void step_orphan_begin(struct engine *e, uint64_t now)
+{
+	if (e->step_open || e->range_orphan)
+		return;
+	e->range_orphan = 1;
+	step_mem_begin(e, &e->orphan_mem, now);
+	e->orphan_peak_ctx = e->cur_ctx;
+}
+
+/* A step begins at T; NAME is its range's, or NULL ('x step' N). A step
+ * range that comes after an orphan nested range (step_orphan_begin) was
+ * recorded late: the step is taken to have begun with that range, its
+ * memory figures from there (its time stays the range's). */
 static void step_start(struct engine *e, uint64_t t, const char *name, uint64_t n)
 {
 	step_close(e, t);
@@ -323,18 +347,28 @@ static void step_start(struct engine *e, uint64_t t, const char *name, uint64_t 
 	e->step_busy_begin = e->gpu_busy;
 	e->step_serial++;
 	struct sim_step_mem *m = &e->step_cur;
-	memset(m, 0, sizeof *m);
+	step_mem_begin(e, m, t);
 	if (name)
 		snprintf(m->name, sizeof m->name, "%s", name);
 	else
 		snprintf(m->name, sizeof m->name, "step %" PRIu64, n);
-	m->t = t > e->t0 ? t - e->t0 : 0;
-	m->peak_allocated = e->allocated;
-	m->peak_requested = e->requested;
-	m->peak_reserved = m->reserved_start = device_reserved(e->dev);
-	device_calls(e, &m->device_allocs, &m->device_frees);
 	e->step_peak_ctx = e->cur_ctx;
-	m->late = name && e->range_orphan;
+	if (name && e->range_orphan) {
+		const struct sim_step_mem *o = &e->orphan_mem;
+		m->late = 1;
+		m->t = o->t;
+		m->reserved_start = o->reserved_start;
+		m->device_allocs = o->device_allocs;
+		m->device_frees = o->device_frees;
+		if (o->peak_allocated > m->peak_allocated) {
+			m->peak_allocated = o->peak_allocated;
+			e->step_peak_ctx = e->orphan_peak_ctx;
+		}
+		if (o->peak_requested > m->peak_requested)
+			m->peak_requested = o->peak_requested;
+		if (o->peak_reserved > m->peak_reserved)
+			m->peak_reserved = o->peak_reserved;
+	}
 	e->range_orphan = 0;
 }
 

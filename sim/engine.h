@@ -176,8 +176,9 @@ struct sim_step_mem {
 	int late;                       /* its range was recorded late: a nested range
 					 * began before it with no range open (a capture
 					 * clamps a range that outlasts its reorder hold,
-					 * capture/README.md), so the step's start, and
-					 * what happened before it, is missing */
+					 * capture/README.md); its figures (and t) count
+					 * from that nested range, its time in step_ns is
+					 * still the range's */
 };
 
 struct sim_result {

@@ -189,8 +189,12 @@ struct engine {
 	size_t steps_cap, steps_gpu_cap, uncaptured_cap, steps_mem_cap;
 	struct sim_step_mem step_cur; /* the open step's memory so far */
 	uint32_t step_peak_ctx;       /* innermost range at its peak allocated */
-	int range_orphan;             /* a nested range began with none open since
-				       * the last step began (sim_step_mem.late) */
+	int range_orphan;             /* a nested range began with none open and no
+				       * step open (sim_step_mem.late): the memory
+				       * from then on, for the step whose range
+				       * comes late */
+	struct sim_step_mem orphan_mem;
+	uint32_t orphan_peak_ctx;
 
 	/* NVTX context for live-at-peak and the stored ranges */
 	struct nv_open nvo[MAX_NV_OPEN];
@@ -366,6 +370,9 @@ void step_close(struct engine *e, uint64_t t);
 void final_stat(void *ctx, const char *name, int64_t value);
 void pk_note_free(struct engine *e, const struct live_ent *le, uint64_t t);
 int is_step_name(const char *n);
+/* A nested range began with no range and no step open: its parent's
+ * record will come late; keep the memory from NOW for that step. */
+void step_orphan_begin(struct engine *e, uint64_t now);
 
 /* engine_peak.c */
 unsigned phase_of(const char *n);

@@ -147,7 +147,7 @@ void nv_push(struct engine *e, const struct eng_rec *er, uint64_t now)
 	if (!e->seen_step)
 		ph |= PH_PRESTEP;
 	if (rec->u.range.depth >= 1 && !e->nnvo)
-		e->range_orphan = 1; /* its parent's record came late */
+		step_orphan_begin(e, now); /* its parent's record comes late */
 	if (e->nnvo == MAX_NV_OPEN)
 		return; /* deeper nesting keeps its parent's context */
 	struct nv_open *o = &e->nvo[e->nnvo++];
