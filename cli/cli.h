@@ -64,6 +64,11 @@ struct json;
 int run_steps_text(const struct sim_result *r, size_t skip);
 void run_steps_json(struct json *j, const struct sim_result *r, size_t skip);
 
+/* 0 when a figure can be drawn at FIGURE before any work is done: gnuplot
+ * is there and FIGURE's folder takes files; else -1 with "CMD: OPT FIGURE:
+ * why" on stderr. */
+int cli_figure_writable(const char *cmd, const char *opt, const char *figure);
+
 /* True if ARG is -h or --help. */
 int cli_is_help(const char *arg);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "../include/gpumemsim.h"
@@ -150,4 +151,20 @@ int cli_parse_bandwidth(const char *s, double *out)
 double cli_change_pct(uint64_t after, uint64_t before)
 {
 	return before ? 100.0 * ((double)after - (double)before) / (double)before : 0.0;
+}
+
+int cli_figure_writable(const char *cmd, const char *opt, const char *figure)
+{
+	char dir[4096];
+	const char *slash = strrchr(figure, '/');
+	if (!plot_gnuplot_available()) {
+		fprintf(stderr, "%s: %s %s: gnuplot not found (install gnuplot-nox)\n", cmd, opt, figure);
+		return -1;
+	}
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - figure) + 1 : 1, slash ? figure : ".");
+	if (access(dir, W_OK) != 0) {
+		fprintf(stderr, "%s: %s %s: cannot write in %s\n", cmd, opt, figure, dir);
+		return -1;
+	}
+	return 0;
 }

@@ -24,6 +24,8 @@ static const struct cli_opt diff_opts[] = {
 	{"--capacity", "SIZE", "device memory for both, e.g. 80GiB (default: each trace's)"},
 	{"--timing", NULL, "compare predicted step times (docs/timing.md) instead of\n"
 			   "the replay of recorded ones"},
+	{"--allow-incomplete", NULL, "replay a trace cut short (a killed capture) up to where\n"
+				     "it ends"},
 	{"--top", "N", "layers listed, the largest changes first (default 15; 0: all)"},
 	{"--json", NULL, "one JSON object on stdout: both runs' figures, every kind and\n"
 			 "every layer"},
@@ -76,7 +78,8 @@ static void count_row(const char *what, uint64_t a, uint64_t b)
 
 /* Replay TRACE into RES as both runs are replayed. 0, or -1 (message printed). */
 static int replay(const char *trace, const struct alloc_policy *pol, const char *conf,
-		  uint64_t capacity, int timing, struct cost_model *cm, struct sim_result *res)
+		  uint64_t capacity, int timing, int incomplete, struct cost_model *cm,
+		  struct sim_result *res)
 {
 	char err[1024];
 	struct timing_calibration cal;
@@ -87,7 +90,7 @@ static int replay(const char *trace, const struct alloc_policy *pol, const char 
 	}
 	struct sim_options o = {.trace_path = trace, .policy = pol, .conf = conf,
 				.capacity = capacity, .cost = timing ? cm : NULL,
-				.peak_layers = SIZE_MAX};
+				.allow_incomplete = incomplete, .peak_layers = SIZE_MAX};
 	if (sim_run(&o, res, err, sizeof err) < 0) {
 		fprintf(stderr, CMD ": %s\n", err);
 		return -1;
@@ -110,6 +113,8 @@ static void run_line(const char *tag, const struct sim_result *r)
 	if (m || b)
 		printf("  (%s%s%s%s)", m ? "model " : "", m ? m : "", m && b ? ", batch " : b ? "batch " : "",
 		       b ? b : "");
+	if (!r->complete)
+		printf("  [cut short: replayed up to where it ends]");
 	putchar('\n');
 }
 
@@ -176,6 +181,7 @@ static void run_json(struct json *j, const char *key, const struct sim_result *r
 	json_kv_u64(j, "device_frees", r->device_frees);
 	json_kv_u64(j, "step_time_ns", r->step_time_ns);
 	json_kv_bool(j, "timed", r->timed);
+	json_kv_bool(j, "complete", r->complete);
 	json_end_object(j);
 }
 
@@ -215,7 +221,7 @@ int cmd_diff(int argc, char **argv)
 {
 	const char *pname = "pytorch", *conf = NULL, *t[2] = {NULL, NULL};
 	uint64_t capacity = 0, top = 15;
-	int timing = 0, json = 0, nt = 0;
+	int timing = 0, json = 0, nt = 0, incomplete = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v;
 		if (cli_is_help(o)) {
@@ -242,6 +248,8 @@ int cmd_diff(int argc, char **argv)
 			}
 		} else if (!strcmp(o, "--timing")) {
 			timing = 1;
+		} else if (!strcmp(o, "--allow-incomplete")) {
+			incomplete = 1;
 		} else if (!strcmp(o, "--json")) {
 			json = 1;
 		} else if (o[0] == '-' && o[1]) {
@@ -271,8 +279,8 @@ int cmd_diff(int argc, char **argv)
 	memset(&ra, 0, sizeof ra);
 	memset(&rb, 0, sizeof rb);
 	int ret = 1;
-	if (replay(t[0], pol, conf, capacity, timing, &ca, &ra) < 0 ||
-	    replay(t[1], pol, conf, capacity, timing, &cb, &rb) < 0)
+	if (replay(t[0], pol, conf, capacity, timing, incomplete, &ca, &ra) < 0 ||
+	    replay(t[1], pol, conf, capacity, timing, incomplete, &cb, &rb) < 0)
 		goto out;
 	if (run_diff_build(&ra, &rb, &d) < 0) {
 		fprintf(stderr, CMD ": out of memory\n");

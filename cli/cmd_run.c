@@ -214,6 +214,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	/* a figure that cannot be drawn fails now, not after the replay */
+	if (a->steps_figure && cli_figure_writable("gpumemsim run", "--steps-figure", a->steps_figure) < 0)
+		return 1;
 	return 0;
 }
 

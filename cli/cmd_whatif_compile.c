@@ -245,24 +245,6 @@ static void print_text(const char *trace, const char *out, const char *policy,
 		printf("wrote %s\n", out);
 }
 
-/* 0 when --figure FILE can be drawn: gnuplot is there and FILE's folder
- * takes files; else -1, said on stderr. */
-static int figure_writable(const char *figure)
-{
-	char dir[4096];
-	const char *slash = strrchr(figure, '/');
-	if (!plot_gnuplot_available()) {
-		fprintf(stderr, CMD ": --figure %s: gnuplot not found (install gnuplot-nox)\n", figure);
-		return -1;
-	}
-	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - figure) + 1 : 1, slash ? figure : ".");
-	if (access(dir, W_OK) != 0) {
-		fprintf(stderr, CMD ": --figure %s: cannot write in %s\n", figure, dir);
-		return -1;
-	}
-	return 0;
-}
-
 /* whatif compile: exit codes as cli.h says. */
 int cmd_whatif_compile(int argc, char **argv)
 {
@@ -350,7 +332,7 @@ int cmd_whatif_compile(int argc, char **argv)
 		opt.rules = &rs;
 	}
 	/* a figure that cannot be drawn is refused before the replays write OUT */
-	if (figure && figure_writable(figure) < 0)
+	if (figure && cli_figure_writable(CMD, "--figure", figure) < 0)
 		goto out;
 	if (compile_apply(trace, out, &opt, &rep, err, sizeof err) < 0) {
 		fprintf(stderr, CMD ": %s\n", err);

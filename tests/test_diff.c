@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -86,6 +87,21 @@ Test(diff, command_prints_and_refuses)
 	cr_assert(strstr(out, "unknown policy 'nosuch'"), "%s", out);
 	snprintf(cmd, sizeof cmd, "%s diff %s %s --top x", th_bin(), a, b);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
+	/* a trace cut short: refused, or replayed up to its end when asked */
+	char cut[64];
+	char *text = th_slurp(a);
+	cr_assert_not_null(text);
+	text[strlen(text) / 2] = '\0';
+	th_tmpfile(cut, sizeof cut, "diffcut", text);
+	free(text);
+	snprintf(cmd, sizeof cmd, "%s diff %s %s --policy cuda_malloc", th_bin(), cut, b);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, cut), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s diff %s %s --policy cuda_malloc --allow-incomplete --json", th_bin(),
+		 cut, b);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "\"complete\":false"), "%s", out);
+	unlink(cut);
 	/* a bad trace names itself, exit 1 */
 	snprintf(cmd, sizeof cmd, "%s diff %s /nonexistent.trace", th_bin(), a);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);

@@ -149,6 +149,12 @@ Test(steps, run_prints_the_steps_and_the_worst)
 		 path);
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
 	cr_assert(strstr(out, ".png or .svg"), "%s", out);
+	/* a figure that cannot be written fails before the replay prints anything */
+	snprintf(cmd, sizeof cmd, "%s run %s --policy cuda_malloc --no-db --steps-figure "
+		 "/nonexistent/dir/x.png", th_bin(), path);
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 1, "%s", out);
+	cr_assert(strstr(out, "--steps-figure /nonexistent/dir/x.png"), "%s", out);
+	cr_assert_null(strstr(out, "peak allocated"), "%s", out);
 	unlink(path);
 }
 
