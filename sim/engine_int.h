@@ -203,7 +203,11 @@ struct engine {
 	uint32_t cur_ctx;             /* the innermost open range's ctx (0: none) */
 	uint64_t cur_end;
 	int seen_step;
-	uint64_t last_step_end;       /* trace end of the latest "step" range (0: none) */
+	uint64_t last_step_end;       /* trace end of the "step" range that began last
+				       * (0: none); not the latest end: a range the
+				       * capture wrote late ends late too, after the
+				       * program's teardown */
+	uint64_t last_step_t;         /* that range's simulated start */
 	struct nv_ctx *ctxs;          /* ctx 0 is "no range" */
 	uint32_t nctx;
 	size_t cap_ctx;

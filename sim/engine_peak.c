@@ -174,8 +174,10 @@ void nv_pop(struct engine *e, uint64_t until, uint64_t now)
 				e->nvo_min = o.end;
 			continue;
 		}
-		if (is_step_name(e->ctxs[o.ctx].name) && o.end > e->last_step_end)
+		if (is_step_name(e->ctxs[o.ctx].name) && (!e->last_step_end || o.t >= e->last_step_t)) {
+			e->last_step_t = o.t;
 			e->last_step_end = o.end;
+		}
 		if (o.depth <= 1) {
 			uint64_t end = o.end + e->delay - e->t0, lim = now - e->t0;
 			if ((int64_t)(end - o.t) < 0)

@@ -214,3 +214,23 @@ Test(peak_live, plot_live_and_pareto)
 	unlink(db);
 	unlink(trace_path);
 }
+
+/* A step range the capture wrote late ends late too, after the program's
+ * teardown: the teardown's frees still count as never freed (the last
+ * step is the one that began last), so the weights stay weights. */
+Test(peak_live, a_late_step_range_does_not_move_the_teardown)
+{
+	th_tmpfile(trace_path, sizeof trace_path, "peaklive",
+		   "gpumemsim-trace 1\nS 0 step 0\nS 1 step 1\nS 2 forward\n"
+		   "a 1 0x1000 100 -\nr 5 +10 2 1\na 6 0x2000 300 -\n"
+		   "r 20 +200 0 0\nf 22 0x2000 300 -\n"
+		   "r 30 +10 1 0\na 32 0x3000 50 -\nf 34 0x3000 50 -\n"
+		   "f 100 0x1000 100 -\nend 9 0\n");
+	struct sim_result r;
+	run_trace(&r);
+	cr_assert_eq(r.peak_reserved, 400);
+	cr_assert_eq(kind_total(&r, SIM_LK_WEIGHTS, NULL), 100, "the weight freed at teardown");
+	cr_assert_eq(kind_total(&r, SIM_LK_ACTIVATIONS, NULL), 300);
+	sim_result_free(&r);
+	unlink(trace_path);
+}
