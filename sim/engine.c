@@ -146,10 +146,11 @@ static void note_level(struct engine *e, uint64_t t, uint64_t line)
 		r->peak_requested = e->requested;
 	uint64_t res = device_reserved(e->dev);
 	if (e->step_open || e->range_orphan) {
-		struct sim_step_mem *m = e->step_open ? &e->step_cur : &e->orphan_mem;
+		struct step_acc *acc = e->step_open ? &e->step_cur : &e->orphan;
+		struct sim_step_mem *m = &acc->m;
 		if (e->allocated > m->peak_allocated) {
 			m->peak_allocated = e->allocated;
-			*(e->step_open ? &e->step_peak_ctx : &e->orphan_peak_ctx) = e->cur_ctx;
+			acc->peak_ctx = e->cur_ctx;
 		}
 		if (e->requested > m->peak_requested)
 			m->peak_requested = e->requested;
@@ -275,8 +276,7 @@ static void note_uncaptured(struct engine *e, const struct eng_rec *er)
 	r->uncaptured_step_ns[r->nuncaptured_steps++] = rec->end - rec->start;
 }
 
-/* The device calls made so far: allocations and maps, frees and unmaps. */
-static void device_calls(struct engine *e, uint64_t *allocs, uint64_t *frees)
+void device_calls(struct engine *e, uint64_t *allocs, uint64_t *frees)
 {
 	struct device_counters c;
 	device_get_counters(e->dev, &c);
@@ -294,13 +294,14 @@ static void step_push(struct engine *e, uint64_t dur)
 	/* work queued in a step is done by its end (step_close waits for
 	 * the GPU), so what the step added to the busy sum is its own */
 	r->step_gpu_ns[r->nsteps] = e->gpu_busy - e->step_busy_begin;
-	struct sim_step_mem *m = &e->step_cur;
+	struct sim_step_mem *m = &e->step_cur.m;
 	uint64_t a, f;
 	device_calls(e, &a, &f);
 	m->device_allocs = a - m->device_allocs; /* they held the counts at its start */
 	m->device_frees = f - m->device_frees;
 	m->reserved_end = device_reserved(e->dev);
-	const char *at = e->step_peak_ctx < e->nctx ? e->ctxs[e->step_peak_ctx].name : NULL;
+	uint32_t ctx = e->step_cur.peak_ctx;
+	const char *at = ctx < e->nctx ? e->ctxs[ctx].name : NULL;
 	snprintf(m->at, sizeof m->at, "%s", at ? at : "");
 	r->step_mem[r->nsteps] = *m;
 	r->step_ns[r->nsteps++] = dur;
@@ -314,16 +315,18 @@ void step_close(struct engine *e, uint64_t t)
 	step_push(e, t > e->step_begin ? t - e->step_begin : 0);
 }
 
-/* M starts at T from the levels now: its peaks, reserved and the device
+/* ACC starts at T from the levels now: its peaks, reserved and the device
  * calls so far (step_push turns those into the step's own). */
-static void step_mem_begin(struct engine *e, struct sim_step_mem *m, uint64_t t)
+static void step_acc_begin(struct engine *e, struct step_acc *acc, uint64_t t)
 {
+	struct sim_step_mem *m = &acc->m;
 	memset(m, 0, sizeof *m);
 	m->t = t > e->t0 ? t - e->t0 : 0;
 	m->peak_allocated = e->allocated;
 	m->peak_requested = e->requested;
 	m->peak_reserved = m->reserved_start = device_reserved(e->dev);
 	device_calls(e, &m->device_allocs, &m->device_frees);
+	acc->peak_ctx = e->cur_ctx;
 }
 
 void step_orphan_begin(struct engine *e, uint64_t now)
@@ -331,8 +334,7 @@ void step_orphan_begin(struct engine *e, uint64_t now)
 	if (e->step_open || e->range_orphan)
 		return;
 	e->range_orphan = 1;
-	step_mem_begin(e, &e->orphan_mem, now);
-	e->orphan_peak_ctx = e->cur_ctx;
+	step_acc_begin(e, &e->orphan, now);
 }
 
 /* A step begins at T; NAME is its range's, or NULL ('x step' N). A step
@@ -346,29 +348,18 @@ static void step_start(struct engine *e, uint64_t t, const char *name, uint64_t 
 	e->step_begin = t;
 	e->step_busy_begin = e->gpu_busy;
 	e->step_serial++;
-	struct sim_step_mem *m = &e->step_cur;
-	step_mem_begin(e, m, t);
+	/* the orphan's figures run up to now (note_level kept them), so they
+	 * are the late step's from its real start */
+	if (name && e->range_orphan)
+		e->step_cur = e->orphan;
+	else
+		step_acc_begin(e, &e->step_cur, t);
+	struct sim_step_mem *m = &e->step_cur.m;
+	m->late = name && e->range_orphan;
 	if (name)
 		snprintf(m->name, sizeof m->name, "%s", name);
 	else
 		snprintf(m->name, sizeof m->name, "step %" PRIu64, n);
-	e->step_peak_ctx = e->cur_ctx;
-	if (name && e->range_orphan) {
-		const struct sim_step_mem *o = &e->orphan_mem;
-		m->late = 1;
-		m->t = o->t;
-		m->reserved_start = o->reserved_start;
-		m->device_allocs = o->device_allocs;
-		m->device_frees = o->device_frees;
-		if (o->peak_allocated > m->peak_allocated) {
-			m->peak_allocated = o->peak_allocated;
-			e->step_peak_ctx = e->orphan_peak_ctx;
-		}
-		if (o->peak_requested > m->peak_requested)
-			m->peak_requested = o->peak_requested;
-		if (o->peak_reserved > m->peak_reserved)
-			m->peak_reserved = o->peak_reserved;
-	}
 	e->range_orphan = 0;
 }
 

@@ -108,6 +108,13 @@ struct flib {
 	uint64_t allocs, live, peak, at_oom;
 };
 
+/* A step's memory as it is gathered, and the range at its peak allocated
+ * (named in sim_step_mem.at when the step closes). */
+struct step_acc {
+	struct sim_step_mem m;
+	uint32_t peak_ctx;
+};
+
 struct engine {
 	const struct sim_options *o;
 	struct sim_result *res;
@@ -187,14 +194,12 @@ struct engine {
 	uint64_t step_begin;
 	uint64_t step_serial;         /* steps opened so far: the open one's number */
 	size_t steps_cap, steps_gpu_cap, uncaptured_cap, steps_mem_cap;
-	struct sim_step_mem step_cur; /* the open step's memory so far */
-	uint32_t step_peak_ctx;       /* innermost range at its peak allocated */
+	struct step_acc step_cur;     /* the open step's memory so far */
 	int range_orphan;             /* a nested range began with none open and no
 				       * step open (sim_step_mem.late): the memory
 				       * from then on, for the step whose range
 				       * comes late */
-	struct sim_step_mem orphan_mem;
-	uint32_t orphan_peak_ctx;
+	struct step_acc orphan;
 
 	/* NVTX context for live-at-peak and the stored ranges */
 	struct nv_open nvo[MAX_NV_OPEN];
@@ -374,6 +379,8 @@ void step_close(struct engine *e, uint64_t t);
 void final_stat(void *ctx, const char *name, int64_t value);
 void pk_note_free(struct engine *e, const struct live_ent *le, uint64_t t);
 int is_step_name(const char *n);
+/* The device calls made so far: allocations and maps, frees and unmaps. */
+void device_calls(struct engine *e, uint64_t *allocs, uint64_t *frees);
 /* A nested range began with no range and no step open: its parent's
  * record will come late; keep the memory from NOW for that step. */
 void step_orphan_begin(struct engine *e, uint64_t now);

@@ -158,8 +158,7 @@ int finish(struct engine *e, char *err, size_t errlen)
 		r->complete = 0;
 	device_get_counters(e->dev, &c);
 	r->peak_reserved = c.peak_reserved;
-	r->device_allocs = c.mallocs + c.maps;
-	r->device_frees = c.frees + c.unmaps;
+	device_calls(e, &r->device_allocs, &r->device_frees);
 	r->fragmentation = r->peak_reserved
 		? 1.0 - (double)r->peak_allocated / (double)r->peak_reserved : 0.0;
 	if (e->have_t0) {
