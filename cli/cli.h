@@ -56,6 +56,9 @@ int cli_parse_timeline_points(const char *cmd, const char *v, uint32_t *out);
 int cli_parse_bandwidth(const char *s, double *out);
 /* The change from BEFORE to AFTER in percent of BEFORE (0 when BEFORE is 0). */
 double cli_change_pct(uint64_t after, uint64_t before);
+/* The change from FROM to TO as a signed size into BUF: "+1.50 GiB",
+ * "-512.00 MiB", "0 B". Returns BUF. */
+const char *cli_size_change(uint64_t to, uint64_t from, char *buf, size_t len);
 
 /* run --steps (run_steps.c): the steps of R side by side, their
  * percentiles from SKIP on and the worst step, as text or as the "steps"

@@ -153,6 +153,17 @@ double cli_change_pct(uint64_t after, uint64_t before)
 	return before ? 100.0 * ((double)after - (double)before) / (double)before : 0.0;
 }
 
+const char *cli_size_change(uint64_t to, uint64_t from, char *buf, size_t len)
+{
+	char b[32];
+	if (to == from)
+		snprintf(buf, len, "0 B");
+	else
+		snprintf(buf, len, "%s%s", to > from ? "+" : "-",
+			 size_fmt(to > from ? to - from : from - to, b, sizeof b));
+	return buf;
+}
+
 int cli_figure_writable(const char *cmd, const char *opt, const char *figure)
 {
 	char dir[4096];

@@ -47,19 +47,17 @@ static void usage(FILE *f)
 		  "\nExit status: 0 ok, 1 a bad trace or knob (file:line or the knob named), 2 usage.\n");
 }
 
-/* "+1.50 GiB (+3.2%)", "-512.00 MiB (-40.0%)", "0 B" */
+/* "+1.50 GiB (+3.2%)", "-512.00 MiB (-40.0%)", "+2.00 KiB (new)", "0 B" */
 static const char *change(uint64_t a, uint64_t b, char *buf, size_t len)
 {
 	char s[32];
-	if (a == b) {
-		snprintf(buf, len, "0 B");
-		return buf;
-	}
-	size_fmt(a > b ? a - b : b - a, s, sizeof s);
-	if (a)
-		snprintf(buf, len, "%s%s (%+.1f%%)", b > a ? "+" : "-", s, cli_change_pct(b, a));
+	cli_size_change(b, a, s, sizeof s);
+	if (a == b)
+		snprintf(buf, len, "%s", s);
+	else if (a)
+		snprintf(buf, len, "%s (%+.1f%%)", s, cli_change_pct(b, a));
 	else
-		snprintf(buf, len, "+%s (new)", s);
+		snprintf(buf, len, "%s (new)", s);
 	return buf;
 }
 
@@ -98,17 +96,10 @@ static int replay(const char *trace, const struct alloc_policy *pol, const char 
 	return 0;
 }
 
-static const char *label(const struct sim_result *r, const char *key)
-{
-	for (size_t i = 0; i < r->nlabels; i++)
-		if (!strcmp(r->labels[i].key, key))
-			return r->labels[i].value;
-	return NULL;
-}
-
 static void run_line(const char *tag, const struct sim_result *r)
 {
-	const char *m = label(r, "model"), *b = label(r, "batch");
+	const char *m = trace_label_find(r->labels, r->nlabels, "model");
+	const char *b = trace_label_find(r->labels, r->nlabels, "batch");
 	printf("%s  %s", tag, r->trace_path);
 	if (m || b)
 		printf("  (%s%s%s%s)", m ? "model " : "", m ? m : "", m && b ? ", batch " : b ? "batch " : "",

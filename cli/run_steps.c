@@ -14,17 +14,6 @@
 
 static const char *const pct_name[SIM_NPCT] = {"p50", "p90", "p99", "max"};
 
-/* "+1.50 GiB", "-512.00 MiB", "0 B" */
-static const char *signed_size(uint64_t to, uint64_t from, char *buf, size_t len)
-{
-	char b[32];
-	if (to == from)
-		return "0 B";
-	snprintf(buf, len, "%s%s", to > from ? "+" : "-",
-		 size_fmt(to > from ? to - from : from - to, b, sizeof b));
-	return buf;
-}
-
 static void pct_row(const char *what, const uint64_t v[SIM_NPCT], int ms)
 {
 	char b[32];
@@ -59,7 +48,7 @@ int run_steps_text(const struct sim_result *r, size_t skip)
 		printf("%-12s %10.3f %12.3f %15s %15s %15s %9s  %s%s%s\n", m->name, m->t / 1e6,
 		       r->step_ns[i] / 1e6, size_fmt(m->peak_allocated, b1, sizeof b1),
 		       size_fmt(m->peak_reserved, b2, sizeof b2),
-		       signed_size(m->reserved_end, m->reserved_start, b3, sizeof b3), calls,
+		       cli_size_change(m->reserved_end, m->reserved_start, b3, sizeof b3), calls,
 		       m->at[0] ? m->at : "(no range)", i < skip ? "  (skipped)" : "",
 		       m->late ? "  (late: see below)" : "");
 		late += m->late;
@@ -85,7 +74,7 @@ int run_steps_text(const struct sim_result *r, size_t skip)
 	       "reserved %s, %s in the step (%" PRIu64 " device allocations)\n", w->name,
 	       size_fmt(w->peak_allocated, b1, sizeof b1), x, w->at[0] ? w->at : "(no range)",
 	       size_fmt(w->peak_reserved, b2, sizeof b2),
-	       signed_size(w->reserved_end, w->reserved_start, b3, sizeof b3), w->device_allocs);
+	       cli_size_change(w->reserved_end, w->reserved_start, b3, sizeof b3), w->device_allocs);
 	printf("slowest step     %s: %.3f ms (%s)\n", r->step_mem[s.slowest].name,
 	       r->step_ns[s.slowest] / 1e6, r->timed ? "predicted" : "the replay of recorded times");
 	return 0;

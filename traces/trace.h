@@ -227,8 +227,10 @@ struct trace_reader;
  * trace_header_free frees such a copy (and zeroes it). */
 int trace_header_copy(struct trace_header *dst, const struct trace_header *src);
 void trace_header_free(struct trace_header *h);
-/* The value of label KEY, or NULL when H (may be NULL) has none; of a key
- * given twice, the later value (as a later --label overrides). */
+/* The value of label KEY among LABELS[0..N), or NULL when none has it; of
+ * a key given twice, the later value (as a later --label overrides). */
+const char *trace_label_find(const struct trace_label *labels, size_t n, const char *key);
+/* trace_label_find on H's labels (H may be NULL). */
 const char *trace_header_label(const struct trace_header *h, const char *key);
 /* Labels LABELS[0..N) (room for CAP) with EXTRA[0..NEXTRA) laid over them:
  * an extra label replaces the one of the same key, or is appended while

@@ -61,13 +61,18 @@ void trace_header_free(struct trace_header *h)
 	memset(h, 0, sizeof *h);
 }
 
-const char *trace_header_label(const struct trace_header *h, const char *key)
+const char *trace_label_find(const struct trace_label *labels, size_t n, const char *key)
 {
 	const char *v = NULL;
-	for (size_t i = 0; h && i < h->nlabels; i++)
-		if (h->labels[i].key && !strcmp(h->labels[i].key, key))
-			v = h->labels[i].value ? h->labels[i].value : "";
+	for (size_t i = 0; i < n; i++)
+		if (labels[i].key && !strcmp(labels[i].key, key))
+			v = labels[i].value ? labels[i].value : "";
 	return v;
+}
+
+const char *trace_header_label(const struct trace_header *h, const char *key)
+{
+	return h ? trace_label_find(h->labels, h->nlabels, key) : NULL;
 }
 
 size_t trace_labels_override(struct trace_label *labels, size_t n, size_t cap,
