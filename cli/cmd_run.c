@@ -110,7 +110,8 @@ static void usage(FILE *f)
 		  "knob, database error: the message names file:line or the knob), 2 usage.\n");
 }
 
-/* 0 ok, EXIT_USAGE on a usage error (message printed). */
+/* 0 ok, EXIT_USAGE on a usage error, 1 when --steps-figure cannot be written
+ * (message printed). */
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	memset(a, 0, sizeof *a);
