@@ -615,14 +615,21 @@ int cap_conv_emit_until(struct cap_conv *c, uint64_t watermark)
 	return emit_while(c, 0, watermark);
 }
 
-uint64_t cap_conv_watermark(uint64_t now, uint64_t lag, uint64_t open_start, uint64_t hold,
-			    uint64_t pending, uint64_t max_pending)
+uint64_t cap_conv_watermark(const struct cap_conv *c, uint64_t now, uint64_t lag,
+			    const struct cap_open_range *open, size_t nopen, uint64_t hold,
+			    uint64_t max_pending)
 {
 	if (now <= lag)
 		return 0;
 	uint64_t wm = now - lag;
-	if (open_start < wm && now - open_start <= hold && pending < max_pending)
-		wm = open_start;
+	if (c->nheap >= max_pending)
+		return wm;
+	for (size_t i = 0; i < nopen; i++) {
+		uint64_t t = open[i].start;
+		int passed = c->emitted_any && t < c->last_start;   /* late whatever we do */
+		if (t < wm && now - t <= hold && !passed)
+			wm = t;
+	}
 	return wm;
 }
 

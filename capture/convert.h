@@ -110,19 +110,25 @@ int cap_conv_link(struct cap_conv *c, uint64_t kernel_corr,
  * Returns 0 or the sink's negative error. */
 int cap_conv_emit_until(struct cap_conv *c, uint64_t watermark);
 
+/* An NVTX range CUPTI has reported the start of and not yet the end. */
+struct cap_open_range { uint32_t id; uint32_t thread; uint32_t depth; uint64_t start; char *name; };
+
 /*
  * The watermark to emit up to at time NOW with a reorder window of LAG ns:
- * NOW - LAG, held back to OPEN_START, the start of the oldest NVTX range
- * still open (UINT64_MAX: none). CUPTI hands a range over only when it
- * ends; once the watermark has passed its start, the range can only be
- * written late (its start raised to the last one written, both ends
- * late). The hold lasts while that range is at most HOLD ns old and
- * fewer than MAX_PENDING records wait; a longer range (an NVTX range
- * around a whole run) is written late rather than keep the whole run in
- * memory. 0 when NOW <= LAG.
+ * NOW - LAG, held back to the start of the oldest of the NOPEN ranges
+ * still OPEN that is at most HOLD ns old. CUPTI hands a range over only
+ * when it ends; once the watermark has passed its start, the range can
+ * only be written late (its start raised to the last one written, both
+ * ends late). So a range older than HOLD (one around a whole run), or
+ * one C has already written records after, holds nothing: the ranges
+ * nested in it (a step of a minute of autotuning) still keep their
+ * place, and the trace is not held back for a range that cannot be
+ * saved. Nothing is held once C has MAX_PENDING records waiting, which
+ * bounds the memory the hold takes. 0 when NOW <= LAG.
  */
-uint64_t cap_conv_watermark(uint64_t now, uint64_t lag, uint64_t open_start, uint64_t hold,
-			    uint64_t pending, uint64_t max_pending);
+uint64_t cap_conv_watermark(const struct cap_conv *c, uint64_t now, uint64_t lag,
+			    const struct cap_open_range *open, size_t nopen, uint64_t hold,
+			    uint64_t max_pending);
 
 /* Emit everything queued (end of capture). */
 int cap_conv_emit_all(struct cap_conv *c);

@@ -92,15 +92,6 @@ static uint32_t cap_sync_kind(uint32_t t)
 	}
 }
 
-uint64_t cap_open_ranges_start(void)
-{
-	uint64_t t = UINT64_MAX;
-	for (size_t i = 0; i < cap_nranges; i++)
-		if (cap_ranges[i].start < t)
-			t = cap_ranges[i].start;
-	return t;
-}
-
 /* A MARKER record: START opens a range, END closes the one with its id.
  * Depth is how many ranges are open on the same thread at the start. */
 static void cap_marker(const CUpti_ActivityMarker2 *m)

@@ -100,10 +100,9 @@ void cap_flush_now(int all)
 		if (all) {
 			cap_conv_emit_all(cap_conv);
 		} else {
-			cap_conv_stats(cap_conv, &st);
-			uint64_t wm = cap_conv_watermark(t, lag, cap_open_ranges_start(),
-							 (uint64_t)CAP_LAG_MAX_MS * 1000000ull,
-							 st.pending, CAP_HOLD_MAX_PENDING);
+			uint64_t wm = cap_conv_watermark(cap_conv, t, lag, cap_ranges, cap_nranges,
+							 (uint64_t)CAP_HOLD_MAX_MS * 1000000ull,
+							 CAP_HOLD_MAX_PENDING);
 			if (wm)
 				cap_conv_emit_until(cap_conv, wm);
 		}

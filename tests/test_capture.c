@@ -241,27 +241,45 @@ Test(capture_convert, watermark_and_late_records)
 	mem_free(&m);
 }
 
+/* The watermark with open ranges starting at STARTS (0 ends the list). */
+static uint64_t wm_with(const struct cap_conv *c, uint64_t now, uint64_t lag, uint64_t hold,
+			uint64_t max_pending, const uint64_t *starts)
+{
+	struct cap_open_range open[4];
+	size_t n = 0;
+	for (; starts[n] && n < 4; n++)
+		open[n] = (struct cap_open_range){.id = (uint32_t)n + 1, .depth = (uint32_t)n,
+						  .start = starts[n]};
+	return cap_conv_watermark(c, now, lag, open, n, hold, max_pending);
+}
+
 /* An NVTX range still open holds the window back to its start, so the
  * range (handed over only at its end) is written in place: a step 0 of
  * seconds of autotuning was written with both ends late. Not for a range
- * older than the hold, nor with too many records waiting. */
+ * older than the hold, nor one already passed, nor with too many records
+ * waiting; a range nested in one that no longer holds still does. */
 Test(capture_convert, open_range_holds_the_watermark)
 {
 	const uint64_t s = 1000000000ull;
-	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, UINT64_MAX, 32 * s, 0, 100), 8 * s);
-	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, 5 * s, 32 * s, 0, 100), 5 * s);
-	/* a range opened inside the window does not move it */
-	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, 9 * s, 32 * s, 0, 100), 8 * s);
-	/* too old, or too much waiting: the window as without it */
-	cr_assert_eq(cap_conv_watermark(40 * s, 2 * s, 5 * s, 32 * s, 0, 100), 38 * s);
-	cr_assert_eq(cap_conv_watermark(10 * s, 2 * s, 5 * s, 32 * s, 100, 100), 8 * s);
-	cr_assert_eq(cap_conv_watermark(s, 2 * s, UINT64_MAX, 32 * s, 0, 100), 0);
-	/* held, a range that ends later keeps its place */
 	struct mem_sink m;
 	struct cap_conv *c = new_conv(&m);
+	cr_assert_eq(wm_with(c, 10 * s, 2 * s, 32 * s, 100, (uint64_t[]){0}), 8 * s);
+	cr_assert_eq(wm_with(c, 10 * s, 2 * s, 32 * s, 100, (uint64_t[]){5 * s, 0}), 5 * s);
+	/* a range opened inside the window does not move it */
+	cr_assert_eq(wm_with(c, 10 * s, 2 * s, 32 * s, 100, (uint64_t[]){9 * s, 0}), 8 * s);
+	/* too old: the window as without it */
+	cr_assert_eq(wm_with(c, 40 * s, 2 * s, 32 * s, 100, (uint64_t[]){5 * s, 0}), 38 * s);
+	/* a step inside a run-long range: the step holds, the run does not */
+	cr_assert_eq(wm_with(c, 40 * s, 2 * s, 32 * s, 100, (uint64_t[]){1 * s, 30 * s, 0}), 30 * s);
+	cr_assert_eq(wm_with(c, 20 * s, 2 * s, 32 * s, 100, (uint64_t[]){1 * s, 10 * s, 0}), 1 * s);
+	cr_assert_eq(wm_with(c, s, 2 * s, 32 * s, 100, (uint64_t[]){0}), 0);
+
+	/* held, a range that ends later keeps its place */
 	push_kernel(c, 150, 160, 1, "in the range");
-	cr_assert_eq(cap_conv_emit_until(c, cap_conv_watermark(400, 100, 100, 1000, 1, 100)), 0);
+	cr_assert_eq(cap_conv_emit_until(c, wm_with(c, 400, 100, 1000, 100, (uint64_t[]){100, 0})), 0);
 	cr_assert_eq(m.n, 0, "held back to the range's start");
+	/* too much waiting: the window as without it */
+	cr_assert_eq(wm_with(c, 400, 100, 1000, 1, (uint64_t[]){100, 0}), 300);
 	struct cap_rec r;
 	memset(&r, 0, sizeof r);
 	r.rec.type = TREC_RANGE;
@@ -269,10 +287,17 @@ Test(capture_convert, open_range_holds_the_watermark)
 	r.rec.end = 500;
 	r.name = "step 0";
 	cr_assert_eq(cap_conv_push(c, &r), 0);
-	cr_assert_eq(cap_conv_emit_all(c), 0);
+	cr_assert_eq(cap_conv_emit_until(c, 200), 0);
 	cr_assert_eq(m.n, 2);
 	cr_assert_eq(m.recs[0].type, TREC_RANGE);
 	cr_assert_eq(m.recs[0].start, 100, "the range keeps its start");
+	/* a range open since before the last record written is late anyway:
+	 * it holds nothing back */
+	push_kernel(c, 170, 180, 2, "after");
+	cr_assert_eq(wm_with(c, 400, 100, 1000, 100, (uint64_t[]){120, 0}), 300);
+	cr_assert_eq(wm_with(c, 400, 100, 1000, 100, (uint64_t[]){150, 0}), 150,
+		     "not passed: it starts with the last record written");
+	cr_assert_eq(cap_conv_emit_all(c), 0);
 	struct cap_stats st;
 	cap_conv_stats(c, &st);
 	cr_assert_eq(st.late, 0);
