@@ -72,10 +72,10 @@ bench: $(BIN) $(BENCH_BIN)
 	./$(BENCH_BIN)
 
 FUZZ_BIN := build-fuzz/fuzz_trace_reader
-$(FUZZ_BIN): tests/fuzz/fuzz_trace_reader.c $(wildcard traces/*.c) traces/trace.h base/vec.c base/vec.h base/u64map.c
+$(FUZZ_BIN): tests/fuzz/fuzz_trace_reader.c $(wildcard traces/*.c) traces/trace.h base/vec.c base/vec.h base/u64map.c base/strpool.c
 	@mkdir -p build-fuzz
 	clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  -o $@ tests/fuzz/fuzz_trace_reader.c $(wildcard traces/trace_*.c) base/vec.c base/u64map.c -lz
+	  -o $@ tests/fuzz/fuzz_trace_reader.c $(wildcard traces/trace_*.c) base/vec.c base/u64map.c base/strpool.c -lz
 fuzz: $(FUZZ_BIN)
 	@mkdir -p build-fuzz/corpus
 	cp tests/fuzz/seeds/* build-fuzz/corpus/ 2>/dev/null || true

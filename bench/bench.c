@@ -239,6 +239,80 @@ static void replay(const char *path, const char *label, const struct alloc_polic
 	       (double)peak / (double)(1ull << 30), ooms, cpu);
 }
 
+/* ---------------------------------------------------------- capture hold */
+
+static uint32_t hold_intern(void *ctx, const char *str)
+{
+	(void)ctx;
+	(void)str;
+	return 0;
+}
+
+static int hold_record(void *ctx, const struct trace_rec *rec)
+{
+	(void)rec;
+	++*(uint64_t *)ctx;
+	return 0;
+}
+
+/*
+ * The capture's converter holding N records back, as it does while an NVTX
+ * range is open (capture/convert.c, cap_conv_watermark): kernels and the
+ * API calls that launched them, 400 kernel names of 150-odd characters
+ * (mangled C++ is that long), in a forked child so the peak RSS is the
+ * hold's. Prints the bytes each held record costs, then emits them all.
+ */
+static void capture_hold(uint64_t n)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		uint64_t emitted = 0;
+		struct cap_sink sink = {&emitted, hold_intern, hold_record};
+		struct cap_conv *c = cap_conv_new(&sink);
+		char names[400][160];
+		for (int i = 0; i < 400; i++)
+			snprintf(names[i], sizeof names[i], "_ZN2at6native29vectorized_elementwise_kernel"
+				 "ILi4ENS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEE"
+				 "NS_6detail5ArrayIPcLi3EEEEEviT0_T1_%03d", i);
+		double t0 = now_s();
+		for (uint64_t i = 0; c && i < n; i++) {
+			struct cap_rec r;
+			memset(&r, 0, sizeof r);
+			r.rec.start = 1000 + i * 1000;
+			r.rec.end = r.rec.start + 500;
+			if (i % 2) {
+				r.rec.type = TREC_KERNEL;
+				r.rec.u.kernel.corr = i;
+				r.name = names[rng() % 400];
+			} else {
+				r.rec.type = TREC_API;
+				r.rec.u.api.corr = i + 1;
+				r.name = "cudaLaunchKernel";
+			}
+			if (cap_conv_push(c, &r) < 0)
+				_exit(1);
+		}
+		double push = now_s() - t0;
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		t0 = now_s();
+		if (!c || cap_conv_emit_all(c) < 0 || emitted != n)
+			_exit(1);
+		printf("  %10" PRIu64 " records held %8.1f MiB RSS  %6.0f B a record  push %5.2f s  "
+		       "emit %5.2f s\n", n, (double)ru.ru_maxrss / 1024.0,
+		       (double)ru.ru_maxrss * 1024.0 / (double)n, push, now_s() - t0);
+		fflush(stdout);
+		cap_conv_free(c);
+		_exit(0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) == pid && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		printf("  capture hold: child failed\n");
+}
+
 /* A count of events: digits only, at least 1. */
 static int events_arg(const char *s, uint64_t *out)
 {
@@ -296,6 +370,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++)
 		for (const struct alloc_policy *const *p = policy_table; *p; p++)
 			replay(tr[i].path, tr[i].label, *p, tr[i].events);
+	printf("\ncapture hold (the converter holding records back while an NVTX range is open):\n");
+	capture_hold(2000000);
 	ret = 0;
 out:
 	for (int i = 0; i < 3 && !getenv("BENCH_KEEP"); i++)

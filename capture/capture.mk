@@ -15,7 +15,7 @@ INJECT_SRCS   := capture/inject.c capture/inject_header.c capture/inject_activit
 		 capture/inject_links.c capture/inject_callbacks.c capture/inject_writer.c \
 		 capture/inject_pause.c
 CAPTURE_SRCS  := $(INJECT_SRCS) capture/convert.c traces/trace_writer.c \
-		 traces/trace_names.c base/u64map.c base/vec.c
+		 traces/trace_names.c base/u64map.c base/strpool.c base/vec.c
 CAPTURE_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -fPIC \
 		 -fvisibility=hidden -I$(CUDA_HOME)/include
 # libcuda from the stubs when the build machine has no driver: the soname

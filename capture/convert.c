@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/strpool.h"
 #include "../base/u64map.h"
 #include "../base/vec.h"
 
@@ -50,9 +51,14 @@
  * graph's memory pool): far above any device address, 4 GiB apart. */
 #define CONV_NO_ADDR_BASE 0xfff0000000000000ull
 
+/* A record held for ordering. Its name is an id in the converter's pool:
+ * held records repeat a few hundred names (kernels, API calls, sources)
+ * millions of times, so a copy each made the names most of what a long
+ * hold (cap_conv_watermark) kept in memory. */
+#define CONV_NO_NAME UINT32_MAX
 struct conv_entry {
 	struct trace_rec rec;
-	char *name;
+	uint32_t name;      /* id in cap_conv.names, or CONV_NO_NAME */
 	uint64_t seq;
 	uint64_t orig;      /* start as it arrived, before any late clamp */
 	uint32_t ctx;
@@ -83,6 +89,7 @@ struct conv_linkset {
 
 struct cap_conv {
 	struct cap_sink sink;
+	struct strpool names;         /* the names of held records */
 	struct conv_entry **heap;
 	size_t nheap, capheap;
 	uint64_t seq;
@@ -152,6 +159,7 @@ struct cap_conv *cap_conv_new(const struct cap_sink *sink)
 	if (!c)
 		return NULL;
 	c->sink = *sink;
+	strpool_init(&c->names);
 	u64map_init(&c->pending_links);
 	u64map_init(&c->corr_id);
 	u64map_init(&c->addr_id);
@@ -167,8 +175,8 @@ int cap_conv_push(struct cap_conv *c, const struct cap_rec *r)
 	if (!e)
 		return -1;
 	e->rec = r->rec;
-	e->name = NULL;
-	if (r->name && !(e->name = strdup(r->name)))
+	e->name = CONV_NO_NAME;
+	if (r->name && strpool_add(&c->names, r->name, &e->name) < 0)
 		goto fail;
 	if (VEC_RESERVE(c->heap, c->capheap, c->nheap + 1, 1024) < 0)
 		goto fail;
@@ -182,7 +190,6 @@ int cap_conv_push(struct cap_conv *c, const struct cap_rec *r)
 	c->st.pushed++;
 	return 0;
 fail:
-	free(e->name);
 	free(e);
 	return -1;
 }
@@ -567,7 +574,8 @@ static int emit_one(struct cap_conv *c, struct conv_entry *e)
 	retire_until(c, rec->start);
 	if ((unsigned)rec->type == CONV_MODULE_UNLOAD)
 		return unload_module(c, (uint32_t)rec->u.mem.id, rec->start);
-	uint32_t sid = e->name ? c->sink.intern(c->sink.ctx, e->name) : TRACE_NO_STRING;
+	uint32_t sid = e->name != CONV_NO_NAME ? c->sink.intern(c->sink.ctx, strpool_str(&c->names, e->name))
+					       : TRACE_NO_STRING;
 	switch (rec->type) {
 	case TREC_ALLOC:
 		rec->u.mem.source = sid;
@@ -601,7 +609,6 @@ static int emit_while(struct cap_conv *c, int all, uint64_t watermark)
 		c->heap[0] = c->heap[--c->nheap];
 		heap_down(c, 0);
 		int r = emit_one(c, e);
-		free(e->name);
 		free(e);
 		if (r < 0 && rc == 0)
 			rc = r;
@@ -657,10 +664,9 @@ void cap_conv_free(struct cap_conv *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nheap; i++) {
-		free(c->heap[i]->name);
+	for (size_t i = 0; i < c->nheap; i++)
 		free(c->heap[i]);
-	}
+	strpool_free(&c->names);
 	free(c->heap);
 	for (size_t i = 0; i < c->pending_links.cap; i++)
 		if (c->pending_links.keys[i] != U64MAP_EMPTY)

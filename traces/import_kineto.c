@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/strpool.h"
 #include "../base/u64map.h"
 #include "../base/vec.h"
 #include "import_kineto_json.h"
@@ -38,7 +39,7 @@ struct kr {
 	int64_t total_alloc;       /* memory: "Total Allocated" after it, -1 absent */
 	int64_t total_res;         /* memory: "Total Reserved", -1 absent */
 	uint64_t corr;
-	uint32_t name;             /* offset in the name arena, or UINT32_MAX */
+	uint32_t name;             /* id in the name pool, or UINT32_MAX */
 	uint32_t stream;
 	uint32_t grid[3], block[3], regs, smem;
 	uint8_t type, kind;        /* enum kr_type; copy kind */
@@ -60,10 +61,7 @@ struct kin {
 	struct kj_doc doc;
 	struct kr *recs;
 	size_t n, cap;
-	/* names, NUL-terminated, deduplicated by hash */
-	char *names;
-	size_t nlen, ncap;
-	struct u64map name_ids;
+	struct strpool names;   /* kernel and range names, each once */
 	struct u64map steps_seen;
 	/* metadata */
 	struct kin_dev devs[KIN_MAX_DEVS];
@@ -89,37 +87,6 @@ static int kfail(struct kin *k, uint64_t line, const char *fmt, ...)
 	else
 		snprintf(k->err, k->errlen, "%s: %s", k->in, msg);
 	return -1;
-}
-
-/* ------------------------------------------------------------- names */
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h == U64MAP_EMPTY ? 0 : h;
-}
-
-/* The arena offset of NAME, added the first time. */
-static int name_id(struct kin *k, const char *name, uint32_t *out)
-{
-	uint64_t h = hash_str(name), off;
-	if (u64map_get(&k->name_ids, h, &off) && !strcmp(k->names + off, name)) {
-		*out = (uint32_t)off;
-		return 0;
-	}
-	size_t l = strlen(name);
-	if (k->nlen + l + 1 >= UINT32_MAX || VEC_RESERVE(k->names, k->ncap, k->nlen + l + 1, 4096) < 0)
-		return -1;
-	memcpy(k->names + k->nlen, name, l + 1);
-	*out = (uint32_t)k->nlen;
-	/* a hash collision keeps the first string in the map; the second is
-	 * stored again, which costs memory, never correctness */
-	if (!u64map_get(&k->name_ids, h, &off) && u64map_put(&k->name_ids, h, k->nlen) < 0)
-		return -1;
-	k->nlen += l + 1;
-	return 0;
 }
 
 /* ------------------------------------------------------------ events */
@@ -240,7 +207,7 @@ static int gpu_event(struct kin *k, const struct kj_node *ev, uint8_t type, cons
 		}
 		r->regs = u32_or(k, arg(k, ev, "registers per thread"), 0);
 		r->smem = u32_or(k, arg(k, ev, "shared memory"), 0);
-		if (name_id(k, name ? name : "(unnamed kernel)", &r->name) < 0)
+		if (strpool_add(&k->names, name ? name : "(unnamed kernel)", &r->name) < 0)
 			return kfail(k, line, "out of memory");
 	} else {
 		int64_t bytes = int_or(k, arg(k, ev, "bytes"), 0);
@@ -291,7 +258,7 @@ static int range_event(struct kin *k, const struct kj_node *ev, const char *name
 	if (!r || times(k, ev, r, 1, "a range", line) < 0)
 		return -1;
 	r->tid = int_or(k, kj_get(&k->doc, ev, "tid"), 0);
-	if (name_id(k, name && *name ? name : "(unnamed range)", &r->name) < 0)
+	if (strpool_add(&k->names, name && *name ? name : "(unnamed range)", &r->name) < 0)
 		return kfail(k, line, "out of memory");
 	return 0;
 }
@@ -726,7 +693,7 @@ static int write_all(struct kin *k, const char *out, int64_t dev, int64_t shift,
 		case KR_KERNEL:
 			rec.type = TREC_KERNEL;
 			rec.u.kernel.stream = r->stream;
-			rec.u.kernel.name = trace_writer_intern(w, k->names + r->name);
+			rec.u.kernel.name = trace_writer_intern(w, strpool_str(&k->names, r->name));
 			memcpy(rec.u.kernel.grid, r->grid, sizeof r->grid);
 			memcpy(rec.u.kernel.block, r->block, sizeof r->block);
 			rec.u.kernel.regs = r->regs;
@@ -758,7 +725,7 @@ static int write_all(struct kin *k, const char *out, int64_t dev, int64_t shift,
 			if (nopen < sizeof open / sizeof open[0])
 				open[nopen++] = (struct open_range){rec.end, r->tid};
 			rec.type = TREC_RANGE;
-			rec.u.range.name = trace_writer_intern(w, k->names + r->name);
+			rec.u.range.name = trace_writer_intern(w, strpool_str(&k->names, r->name));
 			rec.u.range.depth = (uint32_t)depth;
 			k->st.ranges++;
 			break;
@@ -797,7 +764,7 @@ int import_kineto(const char *in, const char *out, const struct trace_label *ext
 	k.err = err;
 	k.errlen = errlen;
 	err[0] = '\0';
-	u64map_init(&k.name_ids);
+	strpool_init(&k.names);
 	u64map_init(&k.steps_seen);
 	k.r = kj_open(in, err, errlen);
 	if (!k.r)
@@ -853,8 +820,7 @@ out:
 	kj_close(k.r);
 	kj_doc_free(&k.doc);
 	free(k.recs);
-	free(k.names);
-	u64map_free(&k.name_ids);
+	strpool_free(&k.names);
 	u64map_free(&k.steps_seen);
 	return rc;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../base/strpool.h"
 #include "../base/vec.h"
 
 #define WR_BUF_SIZE (256u << 10)
@@ -45,11 +46,7 @@ struct trace_writer {
 	size_t olen;
 	uint64_t prev_start;
 	uint64_t nrecords;
-	char **strs;         /* interned strings as given, by id */
-	uint32_t nstrs;
-	size_t capstrs;
-	uint32_t *slots;     /* hash table of id+1, 0 = empty */
-	size_t nslots;
+	struct strpool strs; /* interned strings, by id */
 	char err[WR_ERR_LEN];
 };
 
@@ -316,32 +313,6 @@ int trace_writer_header(struct trace_writer *w, const struct trace_header *h)
 	return w->status;
 }
 
-static uint64_t wr_hash(const char *s)
-{
-	uint64_t h = 1469598103934665603u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211u;
-	return h;
-}
-
-static int wr_grow_slots(struct trace_writer *w)
-{
-	size_t n = w->nslots ? w->nslots * 2 : 256;
-	uint32_t *s = calloc(n, sizeof *s);
-	if (!s)
-		return -1;
-	for (uint32_t id = 0; id < w->nstrs; id++) {
-		size_t i = (size_t)wr_hash(w->strs[id]) & (n - 1);
-		while (s[i])
-			i = (i + 1) & (n - 1);
-		s[i] = id + 1;
-	}
-	free(w->slots);
-	w->slots = s;
-	w->nslots = n;
-	return 0;
-}
-
 /*
  * The id of S, defining it with an 'S' line the first time it is seen.
  * TRACE_NO_STRING on failure (the error is reported again at close).
@@ -350,32 +321,14 @@ uint32_t trace_writer_intern(struct trace_writer *w, const char *s)
 {
 	if (w->status < 0 || !s)
 		return TRACE_NO_STRING;
-	size_t i = 0;
-	if (w->nslots) {
-		i = (size_t)wr_hash(s) & (w->nslots - 1);
-		for (; w->slots[i]; i = (i + 1) & (w->nslots - 1))
-			if (!strcmp(w->strs[w->slots[i] - 1], s))
-				return w->slots[i] - 1;
-	}
-	if (w->nstrs >= UINT32_MAX - 2) {
-		wr_fail(w, TRACE_ERR_FORMAT, "too many strings");
+	uint32_t id;
+	int added = strpool_add(&w->strs, s, &id);
+	if (added < 0) {
+		wr_fail(w, TRACE_ERR_NOMEM, "out of memory, or too many strings");
 		return TRACE_NO_STRING;
 	}
-	if ((w->nstrs + 1) * 2 > w->nslots) {
-		if (wr_grow_slots(w) < 0)
-			goto nomem;
-		i = (size_t)wr_hash(s) & (w->nslots - 1);
-		while (w->slots[i])
-			i = (i + 1) & (w->nslots - 1);
-	}
-	if (VEC_RESERVE(w->strs, w->capstrs, (size_t)w->nstrs + 1, 64) < 0)
-		goto nomem;
-	char *copy = strdup(s);
-	if (!copy)
-		goto nomem;
-	uint32_t id = w->nstrs++;
-	w->strs[id] = copy;
-	w->slots[i] = id + 1;
+	if (!added)
+		return id;
 	char line[32];
 	line[0] = 'S';
 	char *p = wr_sp_u64(line + 1, id);
@@ -385,14 +338,11 @@ uint32_t trace_writer_intern(struct trace_writer *w, const char *s)
 	wr_put_line_text(w, s);
 	wr_put(w, "\n", 1);
 	return w->status < 0 ? TRACE_NO_STRING : id;
-nomem:
-	wr_fail(w, TRACE_ERR_NOMEM, "out of memory");
-	return TRACE_NO_STRING;
 }
 
 static int wr_check_sid(struct trace_writer *w, uint32_t id, int none_ok, const char *what)
 {
-	if (id < w->nstrs || (none_ok && id == TRACE_NO_STRING))
+	if (id < w->strs.n || (none_ok && id == TRACE_NO_STRING))
 		return 0;
 	return wr_fail(w, TRACE_ERR_FORMAT, "record %" PRIu64 ": %s string id %" PRIu32
 		       " was not interned", w->nrecords, what, id);
@@ -591,10 +541,7 @@ int trace_writer_flush(struct trace_writer *w)
 
 static void wr_free(struct trace_writer *w)
 {
-	for (uint32_t i = 0; i < w->nstrs; i++)
-		free(w->strs[i]);
-	free(w->strs);
-	free(w->slots);
+	strpool_free(&w->strs);
 	free(w->ob);
 	free(w->tmp);
 	free(w->path);
