@@ -9,14 +9,10 @@
 # none (live0), under `capture --no-source` and `capture`, and PyTorch's
 # torch.empty + del with caching off and on. Prints Markdown; deterministic.
 set -eu
+. "$(dirname "$0")/median_awk.sh"
 DIR=${1:-traces/timing/alloc_cost}
 [ -d "$DIR" ] || { echo "alloc_cost_table.sh: no such directory: $DIR" >&2; exit 2; }
-awk -v OFS=' | ' '
-function med(list,   n, a, i, j, t) {
-	n = split(list, a, " ")
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -v OFS=' | ' "$AWK_MEDIAN"'
 function human(b) {
 	return b >= 1073741824 ? b / 1073741824 " GiB" : b >= 1048576 ? b / 1048576 " MiB" : b / 1024 " KiB"
 }

@@ -13,15 +13,10 @@
 # with caching off less cudaMalloc/cudaFree alone (all calls, passes 1-2).
 # Last, the medians over the streams. Prints Markdown; deterministic.
 set -eu
+. "$(dirname "$0")/median_awk.sh"
 DIR=${1:-traces/timing/caching_cost/runs}
 [ -d "$DIR" ] || { echo "caching_cost_table.sh: no such directory: $DIR" >&2; exit 2; }
-awk '
-function med(list,   n, a, i, j, t) {
-	n = split(list, a, " ")
-	if (!n) return ""
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$AWK_MEDIAN"'
 function us(v) { return v == "" ? "-" : sprintf("%.2f", v / 1000) }
 FNR == 1 {
 	f = FILENAME; sub(/.*\//, "", f); sub(/\.tsv$/, "", f)

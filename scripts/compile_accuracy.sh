@@ -22,6 +22,7 @@
 # pair): a host's speed varies up to 2x between processes, more than most
 # changes torch.compile makes.
 set -eu
+. "$(dirname "$0")/median_awk.sh"
 G=${1:-build/gpumemsim}
 root=$(cd "$(dirname "$0")/.." && pwd)
 M=$root/traces/measurements/compile
@@ -112,7 +113,7 @@ for j in "$M"/*.json; do
 done
 [ -s "$rows" ] || die "no model has both a measurement and a capture"
 echo
-awk -F'\t' '
+awk -F'\t' "$AWK_MEDIAN"'
 	{ m[NR] = $2; if ($2 > mx) mx = $2; if ($2 <= 2) ok++; if ($3 >= 0) { t[++nt] = $3; if ($3 > tx) tx = $3; if ($3 < 15) tok++ }
 	  if ($4 >= 0) { nc++; if ($4 > cx) cx = $4 }
 	  if ($5 >= 0) { s[++ns] = $5; if ($5 > sx) sx = $5 }
@@ -121,8 +122,6 @@ awk -F'\t' '
 	  if ($8 >= 0) { nb++; bok += $8 }
 	  if ($9 != "none") { e = $9 < 0 ? -$9 : $9; ea[++ne] = e; if (e < 10) eok++
 		if (ne == 1 || $9 < elo) elo = $9; if (ne == 1 || $9 > ehi) ehi = $9 } }
-	function median(a, n,   i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 	END {
 		printf "peak allocated change: %d of %d pairs within 2 percentage points; error median %.2f pp, max %.2f pp\n", ok, NR, median(m, NR), mx
 		if (nc) printf "eager peak of the capture vs the same program measured: %d pairs, max %.2f%%; in the other zero_grad order: %d, max %.2f%%\n", nc, cx, no, ox

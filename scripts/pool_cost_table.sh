@@ -10,14 +10,10 @@
 # over the rounds of each round's mean cudaMallocAsync and cudaFreeAsync
 # (us). Prints Markdown; deterministic.
 set -eu
+. "$(dirname "$0")/median_awk.sh"
 DIR=${1:-traces/timing/pool_cost}
 [ -d "$DIR" ] || { echo "pool_cost_table.sh: no such directory: $DIR" >&2; exit 2; }
-awk '
-function med(list,   n, a, i, j, t) {
-	n = split(list, a, " ")
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk "$AWK_MEDIAN"'
 /^#/ || NF < 5 { next }
 {
 	k = $1 SUBSEP $2

@@ -14,6 +14,7 @@
 # recorded late, `run --steps` says why); then the summary, with and
 # without those steps. Prints Markdown; deterministic. Needs jq.
 set -eu -o pipefail
+. "$(dirname "$0")/median_awk.sh"
 G=${1:-build/gpumemsim}
 D=${2:-traces/torch/multiscale}
 die() { echo "steps_accuracy.sh: $*" >&2; exit 1; }
@@ -41,20 +42,18 @@ for t in "$D"/torch-*.trace.gz; do
 		"| \($n | split("-b")[0]) | \($n | split("-b")[1]) | \($s.name)\(if $s.late then " (late)" else "" end) | \($sz[$i % ($sz | length)]) | \($ra | gib) | \($s.peak_allocated | gib) | \(err($s.peak_allocated; $ra)) | \($rr | gib) | \($s.peak_reserved | gib) | \(err($s.peak_reserved; $rr)) | \($s.peak_at) |"' \
 		"$tmp/steps.json"
 done | tee "$tmp/rows"
-awk -F'|' '
+awk -F'|' "$AWK_MEDIAN"'
 function abs(x) { return x < 0 ? -x : x }
 { a = $8; r = $11; gsub(/[ %]/, "", a); gsub(/[ %]/, "", r)
   if (a != "-") { ea[++na] = abs(a + 0) } if (r != "-") { er[++nr] = abs(r + 0) }
   if ($4 !~ /late/) { if (a != "-") { oa[++noa] = abs(a + 0) } if (r != "-") { orr[++nor] = abs(r + 0) } } }
-function med(v, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
-	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
 END {
 	if (!na) exit 1
-	ma = med(ea, na); xa = ea[na]; mr = med(er, nr); xr = er[nr]
+	ma = median(ea, na); xa = ea[na]; mr = median(er, nr); xr = er[nr]
 	printf "\nper-step peak allocated: %d steps, |error| median %.1f%%, max %.1f%%\n", na, ma, xa
 	printf "per-step peak reserved: %d steps, |error| median %.1f%%, max %.1f%%\n", nr, mr, xr
 	if (noa < na) {
-		ma = med(oa, noa); xa = oa[noa]; mr = med(orr, nor); xr = orr[nor]
+		ma = median(oa, noa); xa = oa[noa]; mr = median(orr, nor); xr = orr[nor]
 		printf "without the %d step(s) whose range was recorded late: peak allocated |error| median %.1f%%, max %.1f%%; reserved median %.1f%%, max %.1f%% (%d steps)\n", na - noa, ma, xa, mr, xr, noa
 	}
 }' "$tmp/rows"

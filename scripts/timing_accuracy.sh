@@ -295,17 +295,14 @@ echo
 echo "| set | predictions | median | max | under 10% | within 2 SE | before: median | before: max |"
 echo "|---|---|---|---|---|---|---|---|"
 summ() {
-	awk -v sel="$1" -v ho="$2" -v name="$3" '
+	awk -v sel="$1" -v ho="$2" -v name="$3" "$AWK_MEDIAN"'
 		function abs(v) { return v < 0 ? -v : v }
 		($1 == sel || sel == "all" || (sel == "gpu" && $6 >= 0.9) || (sel == "host" && $6 < 0.9)) &&
 		(ho == "any" || $2 == ho) {
 			n++; e[n] = abs($3); f[n] = abs($4); if (abs($3) < 10) u++; if ($5 != "-" && abs($3) <= 2 * $5) q++ }
-		function med(a, n,   i, j, t) {
-			for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 		END {
 			if (!n) exit
-			me = med(e, n); mx = e[n]; mf = med(f, n); xf = f[n]
+			me = median(e, n); mx = e[n]; mf = median(f, n); xf = f[n]
 			if (sel != "same") { mf = "-"; xf = "-" } else { mf = sprintf("%.1f%%", mf); xf = sprintf("%.1f%%", xf) }
 			printf "| %s | %d | %.1f%% | %.1f%% | %d of %d | %d of %d | %s | %s |\n", name, n, me, mx, u + 0, n, q + 0, n, mf, xf }' "$ERRS"
 }

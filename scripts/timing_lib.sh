@@ -2,7 +2,9 @@
 # scripts/timing_paused.sh and scripts/cnn_timing.sh (issues 6 and 15,
 # docs/timing.md): a replay's mean step, relative errors, their median and
 # max, and the bisection that fits one cost knob to a measured step time.
-# Sourced, not run.
+# Sourced, not run; sources median_awk.sh.
+
+. "$(dirname "${BASH_SOURCE[0]:-$0}")/median_awk.sh"
 
 # err PREDICTED MEASURED: signed relative error, "+1.2%"; "-" when either is "-"
 tl_err() {
@@ -63,13 +65,12 @@ tl_mean_masked() {
 # tl_summary ERRORS...: "median |error| M%, max N% (K figures)" of the
 # signed errors given ("+1.2%", "-" ignored)
 tl_summary() {
-	printf '%s\n' "$@" | tr -d '%+' | awk '
+	printf '%s\n' "$@" | tr -d '%+' | awk "$AWK_MEDIAN"'
 		$1 != "-" && $1 != "" { v[++n] = ($1 < 0 ? -$1 : $1) }
 		END {
 			if (!n) { print "no figures"; exit }
-			for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
-			med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-			printf "median |error| %.1f%%, max %.1f%% (%d figures)\n", med, v[n], n
+			m = median(v, n)
+			printf "median |error| %.1f%%, max %.1f%% (%d figures)\n", m, v[n], n
 		}'
 }
 
