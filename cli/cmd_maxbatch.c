@@ -216,6 +216,7 @@ int cmd_maxbatch(int argc, char **argv)
 		json_kv_u64(&j, "max_batch", lo);
 		json_kv_u64(&j, "peak_reserved", r->peak_reserved);
 		json_kv_u64(&j, "peak_allocated", r->peak_allocated);
+		json_kv_u64(&j, "workspace_retries", r->workspace_retries);
 		json_key(&j, "fails_at");
 		if (hi)
 			json_u64(&j, hi);
@@ -266,6 +267,10 @@ int cmd_maxbatch(int argc, char **argv)
 			       size_fmt(r->peak_allocated, b3, sizeof b3));
 		else
 			printf("largest batch  none: batch %" PRIu64 " does not fit\n", hi);
+		if (lo && r->workspace_retries)
+			printf("               its convolution workspaces were asked again at half the "
+			       "size %" PRIu64 " times (PyTorch's cuDNN path does so when one does not "
+			       "fit)\n", r->workspace_retries);
 		if (hi)
 			printf("batch %-8" PRIu64 " fails at request of %s: %s\n", hi,
 			       size_fmt(r->request, b1, sizeof b1), r->detail);

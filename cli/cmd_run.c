@@ -251,6 +251,7 @@ static void print_json(const struct sim_result *r, const struct cost_model *cm,
 	json_kv_double(&j, "fragmentation", r->fragmentation);
 	json_kv_bool(&j, "oom", r->oom);
 	json_kv_u64(&j, "num_ooms", r->num_ooms);
+	json_kv_u64(&j, "workspace_retries", r->workspace_retries);
 	json_key(&j, "first_oom");
 	if (r->oom) {
 		json_begin_object(&j);
@@ -466,6 +467,10 @@ static void print_text(const struct sim_result *r, const struct timing_calibrati
 	}
 	printf("device calls     %" PRIu64 " allocs/maps, %" PRIu64 " frees/unmaps\n",
 	       r->device_allocs, r->device_frees);
+	if (r->workspace_retries)
+		printf("workspaces       asked again at half the size %" PRIu64 " times (a convolution's "
+		       "workspace that did not fit: PyTorch's cuDNN path does so)\n",
+		       r->workspace_retries);
 	if (r->oom) {
 		printf("OOM              %" PRIu64 " failed request(s); first at line %" PRIu64
 		       ": %s with %s allocated, %s reserved\n", r->num_ooms, r->oom_line,

@@ -635,6 +635,27 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 	int rc = e->pol->alloc(e->st, &req, &ar);
 	if (e->cost)
 		now = charge(e, now, rc == POLICY_OK);
+	/* a convolution workspace that does not fit is asked for again at
+	 * half the size, down to none, as PyTorch's cuDNN path does; the
+	 * policy's own OOM handling (releasing its cache) runs each time, as
+	 * the real allocator's does before it raises */
+	while (rc == POLICY_OOM && (m->flags & TMEM_F_SHRINKABLE) && req.bytes) {
+		req.bytes /= 2;
+		e->res->workspace_retries++;
+		if (!req.bytes)
+			break;
+		rc = e->pol->alloc(e->st, &req, &ar);
+		if (e->cost)
+			now = charge(e, now, rc == POLICY_OK);
+	}
+	if (rc == POLICY_OOM && (m->flags & TMEM_F_SHRINKABLE) && !req.bytes) {
+		/* no workspace at all: nothing to free later either */
+		live_remove(&e->live, le);
+		if (u64map_put(&e->skip, m->addr, 1) < 0)
+			goto nomem;
+		note_level(e, now, rec->line);
+		return 0;
+	}
 	if (rc != POLICY_OK) {
 		/* the policy may not touch the engine, so LE is still its slot */
 		live_remove(&e->live, le);
@@ -651,14 +672,14 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 	}
 	le->paddr = ar.addr;
 	le->block = ar.block_bytes;
-	le->req = m->bytes;
+	le->req = req.bytes;
 	le->line = rec->line;
 	le->stream = stream;
 	le->ctx = e->cur_ctx | (m->flags & ENG_F_LIB) | (is_static_kind(m->kind) ? CTX_STATIC : 0);
 	le->rend = e->cur_end;
 	e->last_alloc_line = rec->line;
 	e->allocated += ar.block_bytes;
-	e->requested += m->bytes;
+	e->requested += req.bytes;
 	e->res->allocs++;
 	note_level(e, now, rec->line);
 	return 0;
@@ -864,11 +885,28 @@ static void on_control(struct engine *e, const struct trace_rec *rec, uint64_t n
 			note_level(e, now, rec->line);
 		}
 		break;
-	case TCTL_OOM:
+	case TCTL_OOM: {
+		/* the request the real run could not serve (and caught: PyTorch's
+		 * cuDNN path asks again at half the size) is made here too, so
+		 * that the policy's own OOM handling runs as the real allocator's
+		 * did (PyTorch's frees its cache first); should the policy serve
+		 * it, the replay has gone another way, and it is given back */
+		const char *served = "";
+		if (c->bytes && e->pol->alloc) {
+			struct alloc_request req = {UINT64_MAX, c->bytes, 0, now};
+			struct alloc_result ar = {0, 0};
+			device_set_time(e->dev, now);
+			if (e->pol->alloc(e->st, &req, &ar) == POLICY_OK) {
+				e->pol->free(e->st, ar.addr, ar.block_bytes, 0);
+				served = " (the replay served it)";
+			}
+			note_level(e, now, rec->line);
+		}
 		snprintf(detail, sizeof detail,
-			 "the real run hit an OOM for %" PRIu64 " bytes", c->bytes);
+			 "the real run hit an OOM for %" PRIu64 " bytes%s", c->bytes, served);
 		add_event(e, SIM_EV_TRACE_OOM, now - e->t0, c->bytes, rec->line, detail);
 		break;
+	}
 	default:
 		break;
 	}

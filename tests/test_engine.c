@@ -389,6 +389,85 @@ Test(engine, oom_at_capacity_is_a_result)
 	unlink(t.path);
 }
 
+/* A convolution workspace (TMEM_F_SHRINKABLE) that does not fit is asked
+ * for again at half the size, down to none, as PyTorch's cuDNN path does:
+ * no OOM, the halvings counted, the free of one that shrank away ignored.
+ * The same request without the flag runs out of memory. */
+Test(engine, shrinkable_workspace_halves_until_it_fits)
+{
+	struct tb t;
+	struct sim_result r;
+	char err[512];
+	struct trace_rec ws;
+	tb_open(&t, 250);
+	tb_alloc(&t, 0, 0x1000, 100);
+	memset(&ws, 0, sizeof ws);
+	ws.type = TREC_ALLOC;
+	ws.start = ws.end = 10;
+	ws.u.mem.id = t.nalloc++;
+	ws.u.mem.addr = 0x2000;
+	ws.u.mem.bytes = 400;              /* 400 -> 200 -> 100 fits beside 100 */
+	ws.u.mem.stream = 0;
+	ws.u.mem.kind = TMEM_DEVICE;
+	ws.u.mem.flags = TMEM_F_SHRINKABLE;
+	ws.u.mem.source = TRACE_NO_STRING;
+	tb_rec(&t, &ws);
+	tb_free(&t, 20, 0x2000);
+	tb_alloc(&t, 30, 0x3000, 150);     /* 250 live: nothing left */
+	ws.start = ws.end = 40;
+	ws.u.mem.id = t.nalloc++;
+	ws.u.mem.addr = 0x4000;
+	ws.u.mem.bytes = 64;               /* 64 -> 32 -> ... -> 0: none at all */
+	tb_rec(&t, &ws);
+	tb_free(&t, 50, 0x4000);           /* of nothing: ignored */
+	tb_alloc(&t, 60, 0x5000, 400);     /* no flag: an OOM */
+	tb_free(&t, 70, 0x3000);
+	tb_free(&t, 80, 0x1000);
+	tb_close(&t, 1);
+	cr_assert_eq(run(t.path, cuda_malloc(), 0, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.workspace_retries, 2 + 7);
+	cr_assert_eq(r.num_ooms, 1);
+	cr_assert_eq(r.oom_bytes, 400);
+	cr_assert_eq(r.oom_t, 60);
+	cr_assert_eq(r.allocs, 3, "100, the workspace at 100, 150");
+	cr_assert_eq(r.peak_allocated, 250);
+	sim_result_free(&r);
+	unlink(t.path);
+}
+
+/* An `x oom` (the real run's request that failed, e.g. a workspace PyTorch
+ * then asked for at half the size) is made against the policy too, so its
+ * own OOM handling runs; one the replay can serve is given back at once
+ * and said so. */
+Test(engine, trace_oom_is_tried_against_the_policy)
+{
+	struct tb t;
+	struct sim_result r;
+	char err[512];
+	tb_open(&t, 250);
+	tb_alloc(&t, 0, 0x1000, 100);
+	tb_control(&t, 10, TCTL_OOM, 1000);   /* fails here too */
+	tb_control(&t, 20, TCTL_OOM, 50);     /* fits here */
+	tb_free(&t, 30, 0x1000);
+	tb_close(&t, 1);
+	cr_assert_eq(run(t.path, cuda_malloc(), 0, &r, err, sizeof err), 0, "%s", err);
+	cr_assert_eq(r.oom, 0, "the real run's OOM is not the replay's");
+	cr_assert_eq(r.device_allocs, 2, "the one served is a device call");
+	cr_assert_eq(r.device_frees, 2);
+	int failed = 0, served = 0;
+	for (size_t i = 0; i < r.nevents; i++) {
+		if (r.events[i].kind != SIM_EV_TRACE_OOM)
+			continue;
+		if (r.events[i].bytes == 1000)
+			failed = !strstr(r.events[i].detail, "served");
+		if (r.events[i].bytes == 50)
+			served = strstr(r.events[i].detail, "(the replay served it)") != NULL;
+	}
+	cr_assert(failed && served);
+	sim_result_free(&r);
+	unlink(t.path);
+}
+
 Test(engine, free_of_unknown_address_names_line)
 {
 	struct tb t;

@@ -4,6 +4,7 @@
  * test), on synthetic captures with a known answer.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,21 @@
 
 /* Weights (4 MiB), an activation of BATCH MiB and, inside conv1.fwd, a
  * workspace of WS bytes (0 = none); EXTRA adds a site others lack: 1 a
- * short one, 2 a 16 MiB buffer live across the peak. */
-static void write_capture(const char *path, uint64_t batch, uint64_t ws, int extra)
+ * short one, 2 a 16 MiB buffer live across the peak; 3 (in every capture
+ * alike) a 30 MiB buffer freed before anything else is made or freed,
+ * outside any range (a workspace in backward, where the recipe puts no
+ * layer ranges). WORKLOAD: the workload label, or NULL for none. */
+static void write_capture_wl(const char *path, uint64_t batch, uint64_t ws, int extra,
+			     const char *workload)
 {
-	char err[256];
-	struct trace_writer *w = th_batch_writer(path, batch, NULL);
+	char err[256], bstr[32];
+	snprintf(bstr, sizeof bstr, "%" PRIu64, batch);
+	struct trace_label labels[] = {{"batch", bstr}, {"workload", (char *)workload}};
+	struct trace_header h = {.version = 1, .producer = "test", .labels = labels,
+				 .nlabels = workload ? 2 : 1};
+	struct trace_writer *w = trace_writer_open(path, TRACE_W_ATOMIC, err, sizeof err);
+	cr_assert_not_null(w, "%s", err);
+	cr_assert_eq(trace_writer_header(w, &h), 0);
 	uint32_t conv = trace_writer_intern(w, "conv1.fwd");
 	uint64_t t = 1000;
 	struct trace_rec r;
@@ -47,11 +58,21 @@ static void write_capture(const char *path, uint64_t batch, uint64_t ws, int ext
 	}
 	if (extra == 2)
 		MEM(TREC_ALLOC, 0x500000000, 16 * MiB);
+	if (extra == 3) {
+		t += 400; /* after conv1.fwd */
+		MEM(TREC_ALLOC, 0x600000000, 30 * MiB);
+		MEM(TREC_FREE, 0x600000000, 30 * MiB);
+	}
 	MEM(TREC_FREE, 0x200000000, batch * MiB);
 	if (extra == 2)
 		MEM(TREC_FREE, 0x500000000, 16 * MiB);
 	MEM(TREC_FREE, 0x100000000, 4 * MiB);
 	cr_assert_eq(trace_writer_close(&w, 1, 0, err, sizeof err), 0, "%s", err);
+}
+
+static void write_capture(const char *path, uint64_t batch, uint64_t ws, int extra)
+{
+	write_capture_wl(path, batch, ws, extra, NULL);
 }
 
 /* whatif batch writes a trace; misaligned captures are aligned where they
@@ -274,4 +295,53 @@ Test(whatif_cli, whatif_steady)
 	cr_assert_eq(th_capture(cmd, out, sizeof out), 2, "%s", out);
 	unlink(p);
 	unlink(q);
+}
+
+/* A PyTorch capture's convolution workspaces are asked for again at half
+ * the size when they do not fit (PyTorch's cuDNN path): weights 4 MiB,
+ * an activation of batch MiB, a 50 MiB workspace in conv1.fwd. Under
+ * cuda_malloc in 100 MiB the workspace shrinks away and batch 96 fits;
+ * the CUDA C CNN (no workload label here) does not shrink: 46. The same
+ * for a 30 MiB workspace outside any range (found by its nesting): 66. */
+Test(whatif_cli, maxbatch_torch_workspace_shrinks)
+{
+	const char *b = th_bin();
+	char p1[128], p2[128], cmd[2048], out[16384];
+	th_tmpname(p1, sizeof p1, "whatif_s");
+	th_tmpname(p2, sizeof p2, "whatif_s");
+	static const struct { uint64_t ws; int extra; const char *wl; const char *want; } cases[] = {
+		{50 * MiB, 0, "torch", "\"max_batch\":96,"},
+		{50 * MiB, 0, NULL, "\"max_batch\":46,"},
+		{50 * MiB, 0, "cnn", "\"max_batch\":46,"},
+		{0, 3, "torch", "\"max_batch\":96,"},
+		{0, 3, NULL, "\"max_batch\":66,"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		write_capture_wl(p1, 8, cases[i].ws, cases[i].extra, cases[i].wl);
+		write_capture_wl(p2, 16, cases[i].ws, cases[i].extra, cases[i].wl);
+		snprintf(cmd, sizeof cmd, "%s maxbatch --from %s %s --policy cuda_malloc --capacity "
+			 "100MiB --max 1000 --json", b, p1, p2);
+		cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+		cr_assert(strstr(out, cases[i].want) != NULL, "case %zu: %s", i, out);
+		cr_assert(strstr(out, "\"workspace_retries\":0,") == NULL || !cases[i].wl ||
+			  strcmp(cases[i].wl, "torch"), "case %zu: no retries counted: %s", i, out);
+	}
+	unlink(p1);
+	unlink(p2);
+}
+
+/* Against the real thing: ResNet-50 under torch.cuda.set_per_process_memory_fraction(0.02)
+ * on the H200 (traces/measurements/maxbatch/heldout: batch 29 ran its
+ * three steps, 30 ran out of memory), from the shipped captures at 16-128.
+ * Before the workspaces shrank the answer was "none fits". */
+Test(whatif_cli, maxbatch_resnet50_fraction_real)
+{
+	char cmd[1024], out[16384];
+	snprintf(cmd, sizeof cmd, "%s maxbatch --from traces/torch/torch-resnet50-b16.trace.gz "
+		 "traces/torch/torch-resnet50-b32.trace.gz traces/torch/torch-resnet50-b64.trace.gz "
+		 "traces/torch/torch-resnet50-b128.trace.gz --policy pytorch --conf fraction:0.02 "
+		 "--capacity 150109880320B --margin 0", th_bin());
+	cr_assert_eq(th_capture(cmd, out, sizeof out), 0, "%s", out);
+	cr_assert(strstr(out, "largest batch  29 ") != NULL, "%s", out);
+	cr_assert(strstr(out, "asked again at half the size") != NULL, "%s", out);
 }

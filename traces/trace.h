@@ -62,6 +62,11 @@ static inline int trace_mem_kind_host(uint32_t kind)
 #define TMEM_F_ASYNC 0x1u    /* stream-ordered (cudaMallocAsync/cudaFreeAsync) */
 #define TMEM_F_POOL 0x2u     /* served from a memory pool */
 #define TMEM_F_IMPORTED 0x4u /* pool imported from another process */
+/* A convolution workspace the framework asks for again at half the size
+ * when it does not fit, down to none (PyTorch's cuDNN v8 path: the
+ * benchmark search's workspace, then plans with smaller workspaces). The
+ * replay does the same instead of running out of memory. */
+#define TMEM_F_SHRINKABLE 0x8u
 
 enum trace_copy_kind {
 	TCOPY_UNKNOWN = 0, TCOPY_HTOD, TCOPY_DTOH, TCOPY_DTOD, TCOPY_HTOH, TCOPY_PTOP

@@ -182,6 +182,7 @@ int maxbatch_search(const struct bf_model *m, const struct maxbatch_options *opt
 	res->max_batch = lo;
 	res->peak_reserved = lo ? best.peak_reserved : 0;
 	res->peak_allocated = lo ? best.peak_allocated : 0;
+	res->workspace_retries = lo ? best.workspace_retries : 0;
 	res->fails_at = hi;
 	res->verdict = verdict;
 	snprintf(res->detail, sizeof res->detail, "%s", detail);

@@ -37,6 +37,8 @@ struct maxbatch_result {
 	uint64_t usable;              /* capacity less the margin: what must fit */
 	uint64_t max_batch;           /* the largest batch that fits; 0: none */
 	uint64_t peak_reserved, peak_allocated;  /* its replay's peaks (0 when none) */
+	uint64_t workspace_retries;   /* its replay's workspaces asked again at half the
+				       * size (sim_result.workspace_retries) */
 	uint64_t fails_at;            /* the smallest batch that does not; 0: none up to max */
 	const char *verdict;          /* "none" (nothing failed), "foreign", "capacity" or
 				       * "fragmentation" */
