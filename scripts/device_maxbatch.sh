@@ -6,11 +6,14 @@
 #
 #   scripts/device_maxbatch.sh OUT
 #
-# For each CASE "MODEL:FRACTION:LO:HI[:CONF]" of CASES (all at once, one process
-# per case at a time), a bisection on the batch size between LO (taken to
-# fit) and HI (taken to fail): each candidate is one process of
-# capture/torch/train_torch.py --mode truth (3 steps, 1 warm-up,
-# cudnn.benchmark on, torch.cuda.set_per_process_memory_fraction(FRACTION),
+# For each CASE "MODEL:LIMIT:LO:HI[:CONF]" of CASES (all at once, one process
+# per case at a time; one case after another with SEQUENTIAL=1), a
+# bisection on the batch size between LO (taken to fit) and HI (taken to
+# fail): each candidate is one process of capture/torch/train_torch.py
+# --mode truth (3 steps, 1 warm-up, cudnn.benchmark on; LIMIT a fraction:
+# torch.cuda.set_per_process_memory_fraction(LIMIT); LIMIT NGiB: a smaller
+# GPU, all free memory but N GiB taken first by a cudaMalloc outside
+# PyTorch, --leave-free, which needs the GPU to itself: SEQUENTIAL=1;
 # the allocator's history recorded; PYTORCH_CUDA_ALLOC_CONF=CONF when
 # given, e.g. expandable_segments:True), OOM or not. Every run's JSON and
 # allocator trace is kept under OUT/maxbatch.tgz (repacked after each
@@ -30,8 +33,10 @@ printf 'case\tbatch\toom\tpeak_reserved\tpeak_allocated\tnum_ooms\tseconds\n' > 
 try_batch() {
 	local m=$1 f=$2 b=$3 conf=$4 d=$W/$1-f$2${4:+-${4//[:,]/_}} t0=$SECONDS
 	mkdir -p "$d"
+	local limit=(--fraction "$f")
+	case $f in *GiB) limit=(--leave-free $((${f%GiB} << 30)));; esac
 	PYTORCH_CUDA_ALLOC_CONF=$conf timeout 200 "$py" capture/torch/train_torch.py --mode truth --model "$m" --batch "$b" \
-		--steps 3 --warmup 1 --fraction "$f" --outdir "$d" > "$d/b$b.log" 2>&1
+		--steps 3 --warmup 1 "${limit[@]}" --outdir "$d" > "$d/b$b.log" 2>&1
 	local j
 	j=$(ls "$d"/"$m"-b"$b"-*.json 2>/dev/null | head -1)
 	local row
@@ -51,7 +56,9 @@ bisect_case() {
 	note "case $1: largest that fit $lo, smallest that failed $hi"
 }
 
-for c in $CASES; do bisect_case "$c" & done
+for c in $CASES; do
+	if [ "${SEQUENTIAL:-0}" = 1 ]; then bisect_case "$c"; pack; else bisect_case "$c" & fi
+done
 wait
 note "all cases done"
 cp "$W/results.tsv" "$OUT/results.tsv"

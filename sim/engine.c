@@ -632,9 +632,22 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 	struct alloc_request req = {m->id, m->bytes, stream, now};
 	struct alloc_result ar = {0, 0};
 	device_set_time(e->dev, now);
-	int rc = e->pol->alloc(e->st, &req, &ar);
-	if (e->cost)
-		now = charge(e, now, rc == POLICY_OK);
+	/* PyTorch's cuDNN search leaves out the plans whose workspace is more
+	 * than the device has free or the cache holds in one block: on a
+	 * device smaller than the captured one the workspace is at most that */
+	if (m->flags & TMEM_F_SHRINKABLE) {
+		uint64_t room = workspace_room(e);
+		if (req.bytes > room) {
+			req.bytes = room;
+			e->res->workspace_retries++;
+		}
+	}
+	int rc = POLICY_OOM;
+	if (req.bytes || !(m->flags & TMEM_F_SHRINKABLE)) {
+		rc = e->pol->alloc(e->st, &req, &ar);
+		if (e->cost)
+			now = charge(e, now, rc == POLICY_OK);
+	}
 	/* a convolution workspace that does not fit is asked for again at
 	 * half the size, down to none, as PyTorch's cuDNN path does; the
 	 * policy's own OOM handling (releasing its cache) runs each time, as

@@ -21,6 +21,22 @@ static void oom_stat(void *ctx, const char *name, int64_t value)
 		e->stat_limit = value;
 }
 
+uint64_t workspace_room(struct engine *e)
+{
+	uint64_t cap = device_capacity(e->dev);
+	if (!cap)
+		return UINT64_MAX;
+	uint64_t used = device_reserved(e->dev) + device_foreign(e->dev);
+	uint64_t room = cap > used ? cap - used : 0;
+	e->stat_largest = e->stat_cached = -1;
+	e->stat_limit = 0;
+	if (e->pol->stats)
+		e->pol->stats(e->st, oom_stat, e);
+	if (e->stat_largest > 0 && (uint64_t)e->stat_largest > room)
+		room = (uint64_t)e->stat_largest;
+	return room;
+}
+
 const char *sim_oom_verdict(uint64_t request, uint64_t allocated, uint64_t limit,
 			    int64_t largest_free, int64_t cached_free)
 {

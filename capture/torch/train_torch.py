@@ -309,6 +309,33 @@ def set_stack_limit(nbytes):
         sys.exit("train_torch: --stack-limit %d failed (%d)" % (nbytes, rc))
 
 
+def leave_free(nbytes):
+    """A smaller GPU on a large one: cudaMalloc, outside PyTorch's
+    allocator, all the free device memory but NBYTES (after the context is
+    made, before the model), through the CUDA runtime torch loaded. What
+    the process then has is what a device whose memory is NBYTES besides
+    the context would give it (scripts/device_maxbatch.sh, docs/whatif.md).
+    Returns (ballast bytes, free bytes after it)."""
+    import ctypes
+    path = next((line.split()[-1] for line in open("/proc/self/maps")
+                 if "libcudart.so" in line), None)
+    if path is None:
+        sys.exit("train_torch: --leave-free: no libcudart in this process")
+    rt = ctypes.CDLL(path)
+    free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
+    ballast = free.value - nbytes
+    if ballast <= 0:
+        sys.exit("train_torch: --leave-free %d: only %d bytes free" % (nbytes, free.value))
+    ptr = ctypes.c_void_p()
+    rc = rt.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(ballast))
+    if rc != 0:
+        sys.exit("train_torch: --leave-free: cudaMalloc(%d) failed (%d)" % (ballast, rc))
+    rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total))
+    print("train_torch: ballast %d bytes, %d bytes free" % (ballast, free.value), file=sys.stderr)
+    return ballast, free.value
+
+
 def run_truth(args):
     if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"):
         print("train_torch: truth mode needs the caching allocator: unset "
@@ -320,6 +347,7 @@ def run_truth(args):
         set_stack_limit(args.stack_limit)
     if args.fraction < 1.0:
         torch.cuda.set_per_process_memory_fraction(args.fraction)
+    ballast = leave_free(args.leave_free) if args.leave_free else (0, None)
     # Record from an empty allocator, before the model exists.
     try:
         torch.cuda.memory._record_memory_history(enabled="all", context=None,
@@ -351,7 +379,8 @@ def run_truth(args):
             "oom": oom, "step_s": step_s, "stats": sub,
             "step_peak_allocated": host["step_peak_allocated"],
             "step_peak_reserved": host["step_peak_reserved"],
-            "device_used": total - free}
+            "device_used": total - free,
+            "ballast": ballast[0], "free_after_ballast": ballast[1]}
     info.update(versions())
     info["warmup"] = args.warmup
     info["mean_step_s"] = mean_after_warmup(step_s, args.warmup)
@@ -474,6 +503,10 @@ def main():
                    help="truth: cudaDeviceSetLimit(cudaLimitStackSize, BYTES) "
                    "before recording: the driver reserves local memory for it at "
                    "once instead of growing it at launches (docs/policies.md)")
+    p.add_argument("--leave-free", type=int, default=0,
+                   help="truth: take all the device's free memory but BYTES with a "
+                   "cudaMalloc outside PyTorch's allocator before the model: a "
+                   "smaller GPU (the largest batch that fits one)")
     p.add_argument("--out", help="profile: the Chrome trace to write; snapshot: the pickle")
     p.add_argument("--no-history", action="store_true",
                    help="snapshot: do not record the allocation history")
