@@ -43,8 +43,8 @@ static void tb_rec(struct tb *t, const struct trace_rec *r)
 	cr_assert_eq(trace_writer_record(t->w, r), 0);
 }
 
-static void tb_mem(struct tb *t, enum trace_rec_type type, uint64_t ts, uint64_t addr,
-		   uint64_t bytes, uint32_t stream)
+static void tb_mem_flags(struct tb *t, enum trace_rec_type type, uint64_t ts, uint64_t addr,
+			 uint64_t bytes, uint32_t stream, uint32_t flags)
 {
 	struct trace_rec r;
 	memset(&r, 0, sizeof r);
@@ -55,8 +55,21 @@ static void tb_mem(struct tb *t, enum trace_rec_type type, uint64_t ts, uint64_t
 	r.u.mem.bytes = bytes;
 	r.u.mem.stream = stream;
 	r.u.mem.kind = TMEM_DEVICE;
+	r.u.mem.flags = flags;
 	r.u.mem.source = TRACE_NO_STRING;
 	tb_rec(t, &r);
+}
+
+static void tb_mem(struct tb *t, enum trace_rec_type type, uint64_t ts, uint64_t addr,
+		   uint64_t bytes, uint32_t stream)
+{
+	tb_mem_flags(t, type, ts, addr, bytes, stream, 0);
+}
+
+/* A convolution workspace: an allocation the framework would shrink. */
+static void tb_workspace(struct tb *t, uint64_t ts, uint64_t addr, uint64_t bytes)
+{
+	tb_mem_flags(t, TREC_ALLOC, ts, addr, bytes, 0, TMEM_F_SHRINKABLE);
 }
 
 static void tb_alloc(struct tb *t, uint64_t ts, uint64_t addr, uint64_t bytes)
@@ -399,27 +412,12 @@ Test(engine, shrinkable_workspace_halves_until_it_fits)
 	struct tb t;
 	struct sim_result r;
 	char err[512];
-	struct trace_rec ws;
 	tb_open(&t, 250);
 	tb_alloc(&t, 0, 0x1000, 100);
-	memset(&ws, 0, sizeof ws);
-	ws.type = TREC_ALLOC;
-	ws.start = ws.end = 10;
-	ws.u.mem.id = t.nalloc++;
-	ws.u.mem.addr = 0x2000;
-	ws.u.mem.bytes = 400;              /* 150 free: 400 -> 150 */
-	ws.u.mem.stream = 0;
-	ws.u.mem.kind = TMEM_DEVICE;
-	ws.u.mem.flags = TMEM_F_SHRINKABLE;
-	ws.u.mem.source = TRACE_NO_STRING;
-	tb_rec(&t, &ws);
+	tb_workspace(&t, 10, 0x2000, 400); /* 150 free: 400 -> 150 */
 	tb_free(&t, 20, 0x2000);
 	tb_alloc(&t, 30, 0x3000, 150);     /* 250 live: nothing left */
-	ws.start = ws.end = 40;
-	ws.u.mem.id = t.nalloc++;
-	ws.u.mem.addr = 0x4000;
-	ws.u.mem.bytes = 64;               /* nothing free: none at all */
-	tb_rec(&t, &ws);
+	tb_workspace(&t, 40, 0x4000, 64);  /* nothing free: none at all */
 	tb_free(&t, 50, 0x4000);           /* of nothing: ignored */
 	tb_alloc(&t, 60, 0x5000, 400);     /* no flag: an OOM */
 	tb_free(&t, 70, 0x3000);
@@ -447,17 +445,7 @@ Test(engine, shrinkable_workspace_halves_under_a_fraction)
 	const uint64_t M = 1ull << 20;
 	tb_open(&t, 1024 * M);
 	tb_alloc(&t, 0, 0x10000000, 100 * M);
-	struct trace_rec ws;
-	memset(&ws, 0, sizeof ws);
-	ws.type = TREC_ALLOC;
-	ws.start = ws.end = 10;
-	ws.u.mem.id = t.nalloc++;
-	ws.u.mem.addr = 0x80000000;
-	ws.u.mem.bytes = 400 * M;
-	ws.u.mem.kind = TMEM_DEVICE;
-	ws.u.mem.flags = TMEM_F_SHRINKABLE;
-	ws.u.mem.source = TRACE_NO_STRING;
-	tb_rec(&t, &ws);
+	tb_workspace(&t, 10, 0x80000000, 400 * M);
 	tb_free(&t, 20, 0x80000000);
 	tb_free(&t, 30, 0x10000000);
 	tb_close(&t, 1);
