@@ -268,9 +268,9 @@ int cmd_maxbatch(int argc, char **argv)
 		else
 			printf("largest batch  none: batch %" PRIu64 " does not fit\n", hi);
 		if (lo && r->workspace_retries)
-			printf("               its convolution workspaces were asked again at half the "
-			       "size %" PRIu64 " times (PyTorch's cuDNN path does so when one does not "
-			       "fit)\n", r->workspace_retries);
+			printf("               its convolution workspaces were cut %" PRIu64 " times to "
+			       "fit (PyTorch's cuDNN path takes a smaller one when one does not)\n",
+			       r->workspace_retries);
 		if (hi)
 			printf("batch %-8" PRIu64 " fails at request of %s: %s\n", hi,
 			       size_fmt(r->request, b1, sizeof b1), r->detail);

@@ -468,8 +468,8 @@ static void print_text(const struct sim_result *r, const struct timing_calibrati
 	printf("device calls     %" PRIu64 " allocs/maps, %" PRIu64 " frees/unmaps\n",
 	       r->device_allocs, r->device_frees);
 	if (r->workspace_retries)
-		printf("workspaces       asked again at half the size %" PRIu64 " times (a convolution's "
-		       "workspace that did not fit: PyTorch's cuDNN path does so)\n",
+		printf("workspaces       cut %" PRIu64 " times to fit (a convolution's workspace "
+		       "that did not: PyTorch's cuDNN path then takes a smaller one)\n",
 		       r->workspace_retries);
 	if (r->oom) {
 		printf("OOM              %" PRIu64 " failed request(s); first at line %" PRIu64

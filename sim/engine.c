@@ -1038,7 +1038,7 @@ static int replay_all(struct engine *e, char *err, size_t errlen)
 	struct rec_pipe p;
 	uint64_t nrec = 0;
 	int progressed = 0, ret = 0, rc = TRACE_OK;
-	struct foreign_rule fr = {e->fsub, NULL, 0, e->xla, e->xla_route};
+	struct foreign_rule fr = {e->fsub, NULL, 0, e->xla, e->xla_route, e->torch_ws};
 	if (pipe_start(&p, e->rd, &fr) < 0) {
 		snprintf(err, errlen, "%s: cannot start the reader thread", e->path);
 		return -1;
@@ -1173,6 +1173,11 @@ int sim_run(const struct sim_options *o, struct sim_result *res, char *err, size
 		goto out;
 	const struct trace_header *h = trace_reader_header(e.rd);
 	res->capacity = o->capacity ? o->capacity : (h ? h->total_memory : 0);
+	/* PyTorch asks again, smaller, for a convolution workspace that does
+	 * not fit (TMEM_F_SHRINKABLE): which requests are those, the reader
+	 * thread finds in a capture of a PyTorch program */
+	const char *wl = trace_header_label(h, "workload");
+	e.torch_ws = wl && !strcmp(wl, "torch");
 	if (foreign_setup(&e, h, err, errlen) < 0 || xla_setup(&e, h, err, errlen) < 0)
 		goto out;
 	res->complete = 1;

@@ -206,8 +206,9 @@ struct sim_result {
 	double fragmentation;           /* 1 - peak_allocated / peak_reserved */
 	int oom;                        /* at least one request failed */
 	uint64_t num_ooms;
-	uint64_t workspace_retries;     /* halvings of TMEM_F_SHRINKABLE requests that did
-					 * not fit (not OOMs: the framework catches them) */
+	uint64_t workspace_retries;     /* cuts of TMEM_F_SHRINKABLE requests to fit: to the
+					 * device's room, or by half after a failure (not
+					 * OOMs: the framework catches them) */
 	uint64_t oom_t, oom_bytes, oom_line;  /* the first failing request */
 	uint64_t oom_allocated, oom_reserved; /* state at the first OOM */
 	int64_t oom_largest_free, oom_cached_free; /* policy's view, -1 unknown */

@@ -230,6 +230,7 @@ struct engine {
 	struct xla_requests *xla;     /* XLA's request stream (sim_options.xla_requests);
 				       * NULL: off */
 	int xla_route;                /* its never-freed allocations routed beside it */
+	int torch_ws;                 /* a PyTorch capture: workspaces marked (engine_pipe.c) */
 	struct u64map flive;          /* trace addr -> bytes << 16 | FLIVE_STATIC | flib index */
 	struct u64map flib_idx;       /* source | kind << 32 -> flib index */
 	struct flib *flibs;
@@ -249,6 +250,8 @@ struct foreign_rule {
 	size_t ncache;
 	const struct xla_requests *xla; /* XLA's request stream; NULL: off */
 	int xla_route;          /* its allocations outside XLA go beside the policy */
+	int torch_ws;           /* a PyTorch capture: mark its convolution workspaces
+				 * (TMEM_F_SHRINKABLE; engine_pipe.c) */
 };
 
 /* ------------------------------------------------------- live table */

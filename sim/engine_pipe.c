@@ -91,6 +91,37 @@ void eng_rec_derive(struct eng_rec *er, struct trace_reader *rd, uint8_t *libc, 
 	}
 }
 
+/* A request to the framework's allocator: device memory that neither a
+ * library nor anything outside the framework made. */
+static int framework_mem(const struct trace_rec *r)
+{
+	return r->type <= TREC_FREE && r->u.mem.kind == TMEM_DEVICE &&
+	       !(r->u.mem.flags & (ENG_F_LIB | ENG_F_FOREIGN));
+}
+
+/* A PyTorch convolution's workspace (cuDNN's search, a plan's run) is the
+ * framework's one request freed before it makes or frees any other:
+ * allocated after the op's outputs, freed before the op returns. Marked
+ * TMEM_F_SHRINKABLE where its free is in the same batch (a workspace
+ * whose free falls in the next batch stays unmarked: the replay then
+ * takes its failure for an OOM, as before). */
+static void mark_workspaces(struct rec_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct trace_rec *a = &b->recs[i].r;
+		if (a->type != TREC_ALLOC || !framework_mem(a))
+			continue;
+		for (size_t j = i + 1; j < b->n; j++) {
+			const struct trace_rec *x = &b->recs[j].r;
+			if (!framework_mem(x))
+				continue;
+			if (x->type == TREC_FREE && x->u.mem.addr == a->u.mem.addr)
+				a->u.mem.flags |= TMEM_F_SHRINKABLE;
+			break;
+		}
+	}
+}
+
 void *pipe_main(void *arg)
 {
 	struct rec_pipe *p = arg;
@@ -109,6 +140,8 @@ void *pipe_main(void *arg)
 			eng_rec_derive(&b->recs[n++], p->rd, p->libc, sizeof p->libc, &p->fr);
 		b->n = n;
 		b->rc = rc;
+		if (p->fr.torch_ws)
+			mark_workspaces(b);
 		pthread_mutex_lock(&p->mu);
 		p->tail = (p->tail + 1) % PIPE_NBATCH;
 		p->count++;
@@ -126,6 +159,7 @@ int pipe_start(struct rec_pipe *p, struct trace_reader *rd, const struct foreign
 	p->fr.sub = fr->sub;
 	p->fr.xla = fr->xla;
 	p->fr.xla_route = fr->xla_route;
+	p->fr.torch_ws = fr->torch_ws;
 	for (int i = 0; i < PIPE_NBATCH; i++) {
 		p->b[i].recs = malloc(PIPE_BATCH * sizeof *p->b[i].recs);
 		if (!p->b[i].recs)

@@ -194,7 +194,7 @@ int finish(struct engine *e, char *err, size_t errlen)
 int prepass(struct engine *e, char *err, size_t errlen)
 {
 	struct trace_rec rec;
-	struct foreign_rule fr = {e->fsub, NULL, 0, e->xla, e->xla_route};
+	struct foreign_rule fr = {e->fsub, NULL, 0, e->xla, e->xla_route, 0};
 	struct u64map fl;       /* foreign addresses live: their frees are not the policy's */
 	int rc, ret = -1;
 	u64map_init(&fl);

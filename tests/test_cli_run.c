@@ -257,10 +257,10 @@ Test(cli_run, table_never_counts_an_oom_as_a_saving)
 	setup(&c);
 	const char *t = "traces/torch/torch-resnet18-b16.trace.gz";
 	char args[1024];
-	snprintf(args, sizeof args, "run %s --policy pytorch --capacity 3GiB --db %s", t, c.db);
+	snprintf(args, sizeof args, "run %s --policy pytorch --capacity 800MiB --db %s", t, c.db);
 	cr_assert_eq(sh(&c, args), 0);
 	snprintf(args, sizeof args, "run %s --policy pytorch --conf roundup_power2_divisions:4 "
-		 "--capacity 3GiB --db %s", t, c.db);
+		 "--capacity 800MiB --db %s", t, c.db);
 	cr_assert_eq(sh(&c, args), 0, "an OOM is a result");
 	snprintf(args, sizeof args, "table --db %s", c.db);
 	cr_assert_eq(sh(&c, args), 0);
