@@ -579,6 +579,40 @@ static void on_foreign_free(struct engine *e, uint64_t v, uint64_t now)
 		charge(e, now, 0);
 }
 
+/*
+ * REQ to the policy, its host cost charged at *NOW. A convolution
+ * workspace (FLAGS has TMEM_F_SHRINKABLE) asks first for no more than the
+ * room PyTorch's cuDNN search sees (workspace_room: it leaves out the
+ * plans whose workspace is more), then, while it does not fit, for half
+ * as much, down to none (REQ->bytes 0 and POLICY_OOM), as PyTorch's cuDNN
+ * path does; the policy's own OOM handling (releasing its cache) runs at
+ * each failure, as the real allocator's does before it raises. Each cut
+ * is counted in workspace_retries.
+ */
+static int policy_alloc(struct engine *e, uint32_t flags, struct alloc_request *req,
+			struct alloc_result *ar, uint64_t *now)
+{
+	int shrink = (flags & TMEM_F_SHRINKABLE) != 0;
+	if (shrink) {
+		uint64_t room = workspace_room(e);
+		if (req->bytes > room) {
+			req->bytes = room;
+			e->res->workspace_retries++;
+		}
+	}
+	for (;;) {
+		if (shrink && !req->bytes)
+			return POLICY_OOM;
+		int rc = e->pol->alloc(e->st, req, ar);
+		if (e->cost)
+			*now = charge(e, *now, rc == POLICY_OK);
+		if (rc != POLICY_OOM || !shrink)
+			return rc;
+		req->bytes /= 2;
+		e->res->workspace_retries++;
+	}
+}
+
 static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 		    char *err, size_t errlen)
 {
@@ -632,35 +666,7 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 	struct alloc_request req = {m->id, m->bytes, stream, now};
 	struct alloc_result ar = {0, 0};
 	device_set_time(e->dev, now);
-	/* PyTorch's cuDNN search leaves out the plans whose workspace is more
-	 * than the device has free or the cache holds in one block: on a
-	 * device smaller than the captured one the workspace is at most that */
-	if (m->flags & TMEM_F_SHRINKABLE) {
-		uint64_t room = workspace_room(e);
-		if (req.bytes > room) {
-			req.bytes = room;
-			e->res->workspace_retries++;
-		}
-	}
-	int rc = POLICY_OOM;
-	if (req.bytes || !(m->flags & TMEM_F_SHRINKABLE)) {
-		rc = e->pol->alloc(e->st, &req, &ar);
-		if (e->cost)
-			now = charge(e, now, rc == POLICY_OK);
-	}
-	/* a convolution workspace that does not fit is asked for again at
-	 * half the size, down to none, as PyTorch's cuDNN path does; the
-	 * policy's own OOM handling (releasing its cache) runs each time, as
-	 * the real allocator's does before it raises */
-	while (rc == POLICY_OOM && (m->flags & TMEM_F_SHRINKABLE) && req.bytes) {
-		req.bytes /= 2;
-		e->res->workspace_retries++;
-		if (!req.bytes)
-			break;
-		rc = e->pol->alloc(e->st, &req, &ar);
-		if (e->cost)
-			now = charge(e, now, rc == POLICY_OK);
-	}
+	int rc = policy_alloc(e, m->flags, &req, &ar, &now);
 	if (rc == POLICY_OOM && (m->flags & TMEM_F_SHRINKABLE) && !req.bytes) {
 		/* no workspace at all: nothing to free later either */
 		live_remove(&e->live, le);
