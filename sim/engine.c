@@ -594,7 +594,7 @@ static int policy_alloc(struct engine *e, uint32_t flags, struct alloc_request *
 {
 	int shrink = (flags & TMEM_F_SHRINKABLE) != 0;
 	if (shrink) {
-		uint64_t room = workspace_room(e);
+		uint64_t room = workspace_room(e, req->bytes);
 		if (req->bytes > room) {
 			req->bytes = room;
 			e->res->workspace_retries++;
@@ -667,14 +667,6 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 	struct alloc_result ar = {0, 0};
 	device_set_time(e->dev, now);
 	int rc = policy_alloc(e, m->flags, &req, &ar, &now);
-	if (rc == POLICY_OOM && (m->flags & TMEM_F_SHRINKABLE) && !req.bytes) {
-		/* no workspace at all: nothing to free later either */
-		live_remove(&e->live, le);
-		if (u64map_put(&e->skip, m->addr, 1) < 0)
-			goto nomem;
-		note_level(e, now, rec->line);
-		return 0;
-	}
 	if (rc != POLICY_OK) {
 		/* the policy may not touch the engine, so LE is still its slot */
 		live_remove(&e->live, le);
@@ -685,7 +677,10 @@ static int on_alloc(struct engine *e, const struct trace_rec *rec, uint64_t now,
 		}
 		if (u64map_put(&e->skip, m->addr, 1) < 0)
 			goto nomem;
-		on_oom(e, rec, now, stream);
+		/* a workspace cut down to none is no OOM: the framework went on
+		 * without one (its free is skipped all the same) */
+		if (!(m->flags & TMEM_F_SHRINKABLE) || req.bytes)
+			on_oom(e, rec, now, stream);
 		note_level(e, now, rec->line);
 		return 0;
 	}

@@ -379,8 +379,9 @@ void drain_until(struct engine *e, uint64_t t);
 void on_oom(struct engine *e, const struct trace_rec *rec, uint64_t now, uint32_t stream);
 /* The most a workspace may ask for now, as PyTorch's cuDNN search reckons
  * it (cacheInfo): the device's free bytes or the policy's largest cached
- * free block, whichever is larger; UINT64_MAX with no capacity. */
-uint64_t workspace_room(struct engine *e);
+ * free block, whichever is larger; UINT64_MAX with no capacity. The policy
+ * is asked only when the device has less than WANT free. */
+uint64_t workspace_room(struct engine *e, uint64_t want);
 void ranges_end(struct engine *e, uint64_t until, uint64_t now);
 void step_close(struct engine *e, uint64_t t);
 void final_stat(void *ctx, const char *name, int64_t value);

@@ -21,13 +21,15 @@ static void oom_stat(void *ctx, const char *name, int64_t value)
 		e->stat_limit = value;
 }
 
-uint64_t workspace_room(struct engine *e)
+uint64_t workspace_room(struct engine *e, uint64_t want)
 {
 	uint64_t cap = device_capacity(e->dev);
 	if (!cap)
 		return UINT64_MAX;
 	uint64_t used = device_reserved(e->dev) + device_foreign(e->dev);
 	uint64_t room = cap > used ? cap - used : 0;
+	if (room >= want)
+		return room; /* the device has it: the cache's blocks need not be asked */
 	e->stat_largest = e->stat_cached = -1;
 	e->stat_limit = 0;
 	if (e->pol->stats)

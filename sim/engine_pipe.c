@@ -101,18 +101,21 @@ static int framework_mem(const struct trace_rec *r)
 
 /* A PyTorch convolution's workspace (cuDNN's search, a plan's run) is the
  * framework's one request freed before it makes or frees any other:
- * allocated after the op's outputs, freed before the op returns. Marked
- * TMEM_F_SHRINKABLE where its free is in the same batch (a workspace
- * whose free falls in the next batch stays unmarked: the replay then
- * takes its failure for an OOM, as before). */
-static void mark_workspaces(struct rec_batch *b)
+ * allocated after the op's outputs, freed before the op returns. Marks
+ * those allocated in B TMEM_F_SHRINKABLE, their frees looked for in B and
+ * then in NEXT (the batch read after it; NULL at the end). A workspace's
+ * free lies at most 842 records on in the shipped PyTorch captures
+ * (cuDNN's search runs its trials in between); one farther than the next
+ * batch stays unmarked, and the replay takes its failure for an OOM. */
+static void mark_workspaces(struct rec_batch *b, const struct rec_batch *next)
 {
+	size_t total = b->n + (next ? next->n : 0);
 	for (size_t i = 0; i < b->n; i++) {
 		struct trace_rec *a = &b->recs[i].r;
 		if (a->type != TREC_ALLOC || !framework_mem(a))
 			continue;
-		for (size_t j = i + 1; j < b->n; j++) {
-			const struct trace_rec *x = &b->recs[j].r;
+		for (size_t j = i + 1; j < total; j++) {
+			const struct trace_rec *x = j < b->n ? &b->recs[j].r : &next->recs[j - b->n].r;
 			if (!framework_mem(x))
 				continue;
 			if (x->type == TREC_FREE && x->u.mem.addr == a->u.mem.addr)
@@ -125,12 +128,15 @@ static void mark_workspaces(struct rec_batch *b)
 void *pipe_main(void *arg)
 {
 	struct rec_pipe *p = arg;
+	/* marking workspaces, the batch read last is held back until the next
+	 * one is read: a workspace's free may lie there */
+	unsigned held = 0;
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
-		while (p->count == PIPE_NBATCH && !p->stop)
+		while (p->count + held == PIPE_NBATCH && !p->stop)
 			pthread_cond_wait(&p->cv_empty, &p->mu);
 		int stop = p->stop;
-		struct rec_batch *b = &p->b[p->tail];
+		struct rec_batch *b = &p->b[(p->tail + held) % PIPE_NBATCH];
 		pthread_mutex_unlock(&p->mu);
 		if (stop)
 			return NULL;
@@ -140,13 +146,21 @@ void *pipe_main(void *arg)
 			eng_rec_derive(&b->recs[n++], p->rd, p->libc, sizeof p->libc, &p->fr);
 		b->n = n;
 		b->rc = rc;
-		if (p->fr.torch_ws)
-			mark_workspaces(b);
-		pthread_mutex_lock(&p->mu);
-		p->tail = (p->tail + 1) % PIPE_NBATCH;
-		p->count++;
-		pthread_cond_signal(&p->cv_full);
-		pthread_mutex_unlock(&p->mu);
+		unsigned hold = p->fr.torch_ws && rc == TRACE_OK;
+		if (held)
+			mark_workspaces(&p->b[p->tail], b);
+		if (p->fr.torch_ws && !hold)
+			mark_workspaces(b, NULL);
+		/* publish the held batch, and this one unless it is held now */
+		unsigned publish = held + !hold;
+		held = hold;
+		if (publish) {
+			pthread_mutex_lock(&p->mu);
+			p->tail = (p->tail + publish) % PIPE_NBATCH;
+			p->count += publish;
+			pthread_cond_signal(&p->cv_full);
+			pthread_mutex_unlock(&p->mu);
+		}
 		if (rc != TRACE_OK)
 			return NULL;
 	}

@@ -68,8 +68,6 @@ struct bf_trace {
 	uint8_t *alloc_search;        /* a workspace of the warm-up step (before
 				       * the first range "step 1"): autotuning */
 	uint8_t *alloc_foreign;       /* made by a library other than the framework */
-	uint8_t *alloc_shrink;        /* a workspace the framework would shrink: see
-				       * TMEM_F_SHRINKABLE, bf_load */
 	size_t *free_site;            /* per record: the site a free frees, or NO_IDX */
 	struct bf_event *ev;
 	size_t nev;

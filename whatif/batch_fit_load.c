@@ -46,17 +46,6 @@ static int is_foreign_lib(const char *src)
 	return 0;
 }
 
-/* Whether memory event K of T is a request to the framework's allocator:
- * device memory (not a module's globals, not host memory) that no
- * library made. */
-static int framework_event(const struct bf_trace *t, size_t k)
-{
-	const struct trace_rec *r = &t->rec[t->ev[k].rec];
-	size_t s = t->ev[k].site;
-	if (r->u.mem.kind != TMEM_DEVICE)
-		return 0;
-	return s == NO_IDX || !t->alloc_foreign[s];
-}
 
 /* ---------------------------------------------------------------- load */
 
@@ -135,7 +124,6 @@ static int derive(struct bf_trace *t)
 	t->alloc_ws = calloc(na, 1);
 	t->alloc_search = calloc(na, 1);
 	t->alloc_foreign = calloc(na, 1);
-	t->alloc_shrink = calloc(na, 1);
 	t->free_site = calloc(t->nrec ? t->nrec : 1, sizeof *t->free_site);
 	t->ev = calloc(t->nrec ? t->nrec : 1, sizeof *t->ev);
 	t->kern = calloc(t->nkern ? t->nkern : 1, sizeof *t->kern);
@@ -145,7 +133,7 @@ static int derive(struct bf_trace *t)
 	re = calloc(t->nrec ? t->nrec : 1, sizeof *re);
 	uint64_t *range_end = calloc(na, sizeof *range_end);
 	if (!t->alloc_rec || !t->alloc_range || !t->alloc_free_rec || !t->alloc_ws || !t->alloc_search ||
-	    !t->alloc_foreign || !t->alloc_shrink || !t->free_site || !t->ev || !t->kern || !act || !ri || !rs || !re ||
+	    !t->alloc_foreign || !t->free_site || !t->ev || !t->kern || !act || !ri || !rs || !re ||
 	    !range_end)
 		goto out;
 	nr = 0;
@@ -225,21 +213,6 @@ static int derive(struct bf_trace *t)
 			ws = fr != NO_IDX && t->rec[fr].start <= range_end[s];
 		}
 		t->alloc_ws[s] = (uint8_t)ws;
-	}
-	/* A convolution's workspace under PyTorch (cuDNN's search and the
-	 * plan's run) is the framework's one request freed before it makes or
-	 * frees any other: allocated after the op's outputs, freed before the
-	 * op returns. The layer ranges find it in forward only (the recipe
-	 * puts no ranges around backward), so the nesting finds the rest. */
-	for (size_t k = 0; k < t->nev; k++) {
-		size_t s = t->ev[k].site;
-		if (t->ev[k].type != 'a' || !framework_event(t, k))
-			continue;
-		size_t n = k + 1;
-		while (n < t->nev && !framework_event(t, n))
-			n++;
-		int inner = n < t->nev && t->ev[n].type == 'f' && t->ev[n].site == s;
-		t->alloc_shrink[s] = (uint8_t)(inner || t->alloc_ws[s]);
 	}
 	/* the warm-up step: what comes before the first "step 1" range */
 	uint64_t steady_at = 0;
@@ -399,7 +372,6 @@ void bf_free(struct bf_trace *t)
 	free(t->alloc_ws);
 	free(t->alloc_search);
 	free(t->alloc_foreign);
-	free(t->alloc_shrink);
 	free(t->free_site);
 	free(t->ev);
 	free(t->kern);

@@ -255,11 +255,6 @@ int bf_synth_which(const struct bf_model *m, uint64_t batch, int which, const ch
 	uint64_t t0 = T->nrec ? T->rec[0].start : 0;
 	uint64_t nwritten = 0;
 	size_t site = 0;
-	/* PyTorch asks for a convolution workspace that does not fit again at
-	 * half the size (TMEM_F_SHRINKABLE): a workspace the framework's
-	 * allocator made, in a PyTorch capture (the CUDA C CNN does not) */
-	const char *wl = trace_header_label(&T->hdr, "workload");
-	int shrinkable_ws = wl && !strcmp(wl, "torch");
 	for (size_t i = 0; i < T->nrec; i++) {
 		const struct trace_rec *r = &T->rec[i];
 		struct trace_rec o;
@@ -275,8 +270,6 @@ int bf_synth_which(const struct bf_model *m, uint64_t batch, int which, const ch
 			else
 				o.u.mem.bytes = bf_predict_template_site(m, kt, site, batch, pair_sz, &kind);
 			site_bytes[site] = o.u.mem.bytes;
-			if (shrinkable_ws && T->alloc_shrink[site])
-				o.u.mem.flags |= TMEM_F_SHRINKABLE;
 			site++;
 		} else if (r->type == TREC_FREE) {
 			if (r->u.mem.bytes && T->free_site[i] != NO_IDX)
